@@ -1,0 +1,31 @@
+# Two commands matter on a fresh machine: `make run` (the main job) and `make test` (the tests).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: run test lint gpu-test install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first and pinned: 2.13.0 is the CPU build that lies on this machine's disk.
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/kforge eval examples/candidates/cpu_cpp/gemm_bias_relu.py \
+		--problem problems/level2/01_gemm_bias_relu.py --platform cpu-cpp --sizes ci
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV) .kforge-cache

@@ -1,0 +1,200 @@
+"""The `kforge` command line. Heavy modules (torch, ray) are imported inside commands only."""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+app = typer.Typer(
+    help="kforge-search: search, verify and time fast kernels for PyTorch programs.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+problems_app = typer.Typer(help="List and show KernelBench-format problems.", no_args_is_help=True)
+app.add_typer(problems_app, name="problems")
+console = Console()
+err = Console(stderr=True)
+
+SizesOpt = Annotated[
+    str | None, typer.Option("--sizes", help="a named size set of the problem (e.g. ci, unseen)")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="override a module-level constant, e.g. --set batch_size=8"),
+]
+
+
+def fail(message: str, hint: str = "", code: int = 2) -> None:
+    err.print(f"[bold red]Error:[/] {message}", highlight=False)
+    if hint:
+        err.print(f"[dim]Hint:[/] {hint}", highlight=False)
+    raise typer.Exit(code)
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            fail(f"--set {item!r} is not NAME=VALUE", "e.g. --set batch_size=8")
+        try:
+            overrides[name.strip()] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            overrides[name.strip()] = raw
+    return overrides
+
+
+def load(problem: str, sizes: str | None, overrides: list[str] | None):
+    from kforge_search.problem import ProblemError, resolve_problem
+
+    try:
+        return resolve_problem(problem, size_set=sizes, overrides=parse_overrides(overrides))
+    except ProblemError as exc:
+        fail(str(exc), "`kforge problems list` shows the bundled problems")
+
+
+def platform_or_fail(name: str):
+    from kforge_search.platforms import availability, get_platform
+
+    try:
+        platform = get_platform(name)
+    except ValueError as exc:
+        fail(str(exc))
+    state = availability(platform)
+    if not state.ok:
+        fail(
+            f"platform {name} cannot run on this machine: {state.reason}", "see `kforge platforms`"
+        )
+    return platform
+
+
+@problems_app.command("list")
+def problems_list(
+    path: Annotated[str | None, typer.Argument(help="a problem file or directory")] = None,
+) -> None:
+    """List problems (the bundled suite by default) with their ids and size sets."""
+    from kforge_search.problem import ProblemError, find_problems
+
+    try:
+        problems, skipped = find_problems(path)
+    except ProblemError as exc:
+        fail(str(exc))
+    table = Table("id", "name", "size sets", "constants")
+    for p in problems:
+        sets = ", ".join(name for name, _ in p.size_sets) or "-"
+        constants = ", ".join(f"{k}={v}" for k, v in p.constants)
+        table.add_row(p.id, p.name, sets, constants[:60])
+    console.print(table)
+    console.print(f"{len(problems)} problems")
+    for line in skipped:
+        err.print(f"[yellow]skipped[/] {line}", highlight=False)
+
+
+@problems_app.command("show")
+def problems_show(
+    problem: Annotated[str, typer.Argument(help="id, bundled name or path")],
+    sizes: SizesOpt = None,
+    overrides: SetOpt = None,
+) -> None:
+    """Show a problem: id, path, sizes and source."""
+    p = load(problem, sizes, overrides)
+    console.print(f"[bold]{p.name}[/]  id {p.id}\npath {p.path}")
+    console.print(f"sizes ({p.size_set}): " + ", ".join(f"{k}={v}" for k, v in p.sizes.items()))
+    for name, values in p.size_sets:
+        console.print(f"size set {name}: " + ", ".join(f"{k}={v}" for k, v in values))
+    console.print(p.source, markup=False, highlight=False)
+
+
+@app.command("eval")
+def eval_cmd(
+    candidate: Annotated[str, typer.Argument(help="a Python file that defines ModelNew")],
+    problem: Annotated[str, typer.Option("--problem", help="problem file, bundled name or id")],
+    platform: Annotated[str, typer.Option("--platform", help="see `kforge platforms`")],
+    policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
+    sizes: SizesOpt = None,
+    overrides: SetOpt = None,
+    baselines: Annotated[
+        bool, typer.Option(help="time eager and torch.compile baselines (cached)")
+    ] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+) -> None:
+    """Evaluate one candidate: static check, build, verify, time, speedups."""
+    from pathlib import Path
+
+    from kforge_search.evaluator import EvalConfig, Evaluator
+    from kforge_search.evaluator.report import format_report
+    from kforge_search.problem import ProblemError
+
+    if not Path(candidate).is_file():
+        fail(f"no candidate file at {candidate}", "pass the path of a .py file defining ModelNew")
+    p = load(problem, sizes, overrides)
+    plat = platform_or_fail(platform)
+    try:
+        config = EvalConfig(policy=policy, baselines=("eager", "compile") if baselines else ())
+    except ValueError as exc:
+        fail(str(exc))
+    try:
+        with console.status(f"evaluating {candidate} on {plat.name} ...", spinner="dots"):
+            result = Evaluator(config).evaluate(candidate, p, plat)
+    except ProblemError as exc:
+        fail(str(exc), "the problem itself is broken: fix it before evaluating candidates")
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        color = "green" if result.ok else "red"
+        console.print(f"[bold {color}]{result.status.value}[/]")
+        console.print(format_report(result), markup=False, highlight=False)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@app.command("baseline")
+def baseline_cmd(
+    problem: Annotated[str, typer.Argument(help="problem file, bundled name or id")],
+    platform: Annotated[str, typer.Option("--platform")],
+    sizes: SizesOpt = None,
+    overrides: SetOpt = None,
+) -> None:
+    """Time the reference in eager mode and under torch.compile (cached)."""
+    from kforge_search.evaluator import Evaluator
+
+    p = load(problem, sizes, overrides)
+    plat = platform_or_fail(platform)
+    evaluator = Evaluator()
+    with console.status("timing baselines ...", spinner="dots"):
+        ref = evaluator.reference(p, plat)
+        found = evaluator.baselines(p, plat, ref)
+    if not found:
+        fail(f"{plat.name} times are not meaningful: no baselines")
+    table = Table("baseline", "p20 ms", "p50 ms", "p80 ms", "runs", "cached", "error")
+    for b in found:
+        t = b.timing
+        cells = (
+            [f"{t.p20_ms:.4f}", f"{t.p50_ms:.4f}", f"{t.p80_ms:.4f}", str(t.runs)]
+            if t
+            else ["-"] * 4
+        )
+        table.add_row(b.kind, *cells, str(b.cached), b.error[:60])
+    console.print(f"{p.name} on {plat.name} ({ref.device_name}, torch {ref.torch_version})")
+    console.print(table)
+
+
+@app.command("platforms")
+def platforms_cmd() -> None:
+    """List platforms and whether each can run on this machine."""
+    from kforge_search.platforms import PLATFORMS, availability
+
+    table = Table("platform", "device", "language", "timing", "available", "why")
+    for p in PLATFORMS.values():
+        state = availability(p)
+        mark = "[green]yes[/]" if state.ok else "[red]no[/]"
+        table.add_row(p.name, p.device_kind, p.language, p.timing, mark, state.reason)
+    console.print(table)
+
+
+def main() -> None:
+    app()

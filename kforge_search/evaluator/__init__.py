@@ -1,0 +1,6 @@
+"""The staged evaluator: static_check -> build -> verify -> time -> profile (hook)."""
+
+from kforge_search.evaluator.pipeline import EvalConfig, Evaluator
+from kforge_search.evaluator.result import EvalResult, Status
+
+__all__ = ["EvalConfig", "EvalResult", "Evaluator", "Status"]

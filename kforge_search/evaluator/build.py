@@ -1,0 +1,62 @@
+"""Build stage (child process): import the candidate, with C++ builds cached by source hash."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+
+class BuildError(Exception):
+    """The candidate could not be imported or built; `log` holds the compiler output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
+
+
+def cache_cpp_builds(root: Path) -> None:
+    """Make load_inline build into root/<name>-<hash of sources and flags>.
+
+    The same extension source is then built once, whichever candidate file holds it, and two
+    candidates that reuse an extension name never overwrite each other's build.
+    """
+    from torch.utils import cpp_extension
+
+    original = cpp_extension.load_inline
+    if getattr(original, "_kforge_cached", False):
+        return
+
+    def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("build_directory") is None:
+            key = repr((name, cpp_sources, args, sorted(kwargs.items(), key=lambda kv: kv[0])))
+            digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+            build_dir = root / f"{name}-{digest}"
+            build_dir.mkdir(parents=True, exist_ok=True)
+            kwargs["build_directory"] = str(build_dir)
+        return original(name, cpp_sources, *args, **kwargs)
+
+    load_inline._kforge_cached = True  # type: ignore[attr-defined]
+    cpp_extension.load_inline = load_inline
+
+
+def load_candidate_class(path: str, module_name: str = "kforge_candidate") -> type:
+    """Import the candidate file and return its ModelNew class."""
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise BuildError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except SystemExit as exc:
+        raise BuildError(f"the candidate called sys.exit({exc.code}) at import") from exc
+    except Exception as exc:
+        log = str(exc) if "Error building extension" in str(exc) else ""
+        raise BuildError(f"{type(exc).__name__} at import: {exc}", log) from exc
+    model_new = getattr(module, "ModelNew", None)
+    if not isinstance(model_new, type):
+        raise BuildError("the module defines no class ModelNew")
+    return model_new

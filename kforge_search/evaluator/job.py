@@ -1,0 +1,54 @@
+"""What the parent asks an evaluator child process to do, passed as a JSON file."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kforge_search.problem import Problem
+
+
+@dataclass(frozen=True)
+class Job:
+    mode: str  # "candidate" | "reference" | "baseline"
+    problem: Problem
+    platform: str
+    device: str  # torch device string: "cpu" or "cuda"
+    timing_method: str
+    timing_meaningful: bool
+    trials: int
+    seed: int
+    warmup: int
+    timed_runs: int
+    outputs_path: str
+    ext_cache: str
+    candidate_path: str = ""
+    baseline_kinds: tuple[str, ...] = ()
+    memory_limit_mb: int = 0
+
+    def trial_seed(self, trial: int) -> int:
+        return self.seed + 1 + trial
+
+    def dump(self, path: Path) -> None:
+        data = dataclasses.asdict(self)
+        path.write_text(json.dumps(data))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Job:
+        data: dict[str, Any] = json.loads(Path(path).read_text())
+        p = data["problem"]
+        data["problem"] = Problem(
+            id=p["id"],
+            name=p["name"],
+            path=p["path"],
+            source=p["source"],
+            constants=tuple((k, v) for k, v in p["constants"]),
+            size_sets=tuple((k, tuple((a, b) for a, b in v)) for k, v in p["size_sets"]),
+            size_set=p["size_set"],
+            overrides=tuple((k, v) for k, v in p["overrides"]),
+        )
+        data["baseline_kinds"] = tuple(data["baseline_kinds"])
+        return cls(**data)

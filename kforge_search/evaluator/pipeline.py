@@ -1,0 +1,407 @@
+"""The staged evaluator: static check -> build -> verify -> time (-> profile hook).
+
+The reference runs in one child process, the candidate in another; outputs are compared
+here in the parent. Every path ends in one frozen EvalResult.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from kforge_search.evaluator.baselines import BaselineCache, baseline_key
+from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.result import (
+    Artifacts,
+    Baseline,
+    EvalResult,
+    Status,
+    TimingStats,
+)
+from kforge_search.evaluator.sandbox import Child, ChildExit, Limits
+from kforge_search.evaluator.static_check import static_check
+from kforge_search.evaluator.verify import compare_outputs
+from kforge_search.paths import cache_dir
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem, ProblemError, source_hash
+
+ProfileHook = Callable[[EvalResult], EvalResult]
+
+
+def _default_memory_mb() -> int:
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return int(min(32 * 1024, total * 0.6))
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    policy: str = "strict"
+    trials: int = 5
+    seed: int = 2024
+    warmup: int = 10
+    timed_runs: int = 50
+    baselines: tuple[str, ...] = ("eager", "compile")
+    memory_limit_mb: int = field(default_factory=_default_memory_mb)
+    output_limit_bytes: int = 32 * 2**20
+    setup_timeout_s: float = 180.0
+    build_timeout_s: float = 600.0
+    verify_timeout_s: float = 120.0
+    time_timeout_s: float = 300.0
+    baseline_timeout_s: float = 900.0
+
+    def __post_init__(self) -> None:
+        get_policy(self.policy)
+        if self.trials < 5:
+            raise ValueError(f"trials={self.trials}: verification needs at least 5 trials")
+        if self.timed_runs < 1 or self.warmup < 0:
+            raise ValueError(f"timed_runs={self.timed_runs}, warmup={self.warmup}: need >= 1, >= 0")
+        unknown = set(self.baselines) - {"eager", "compile"}
+        if unknown:
+            raise ValueError(f"unknown baselines {sorted(unknown)}: use eager and/or compile")
+
+    def limits(self) -> Limits:
+        return Limits(
+            stage_timeouts_s=(
+                ("setup", self.setup_timeout_s),
+                ("build", self.build_timeout_s),
+                ("verify", self.verify_timeout_s),
+                ("reference", self.verify_timeout_s + self.setup_timeout_s),
+                ("time", self.time_timeout_s),
+                ("baseline", self.baseline_timeout_s),
+            ),
+            memory_mb=self.memory_limit_mb,
+            output_bytes=self.output_limit_bytes,
+        )
+
+
+@dataclass(frozen=True)
+class Reference:
+    outputs: list[list[Any]]
+    warnings: tuple[str, ...]
+    device_name: str
+    torch_version: str
+
+
+def _load_tensors(path: Path) -> list[list[Any]]:
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+class Evaluator:
+    """Evaluates candidates; caches reference outputs in memory and baselines on disk."""
+
+    def __init__(self, config: EvalConfig | None = None, profile_hook: ProfileHook | None = None):
+        self.config = config or EvalConfig()
+        self.profile_hook = profile_hook
+        self._references: OrderedDict[str, Reference] = OrderedDict()
+        self._baselines = BaselineCache(cache_dir() / "baselines.json")
+
+    # -- children -------------------------------------------------------------------------
+    def _job(self, mode: str, problem: Problem, platform: Platform, work: Path, **kw: Any) -> Job:
+        timed_runs = self.config.timed_runs if platform.timing_meaningful else 5
+        return Job(
+            mode=mode,
+            problem=problem,
+            platform=platform.name,
+            device=platform.device_kind,
+            timing_method=platform.timing,
+            timing_meaningful=platform.timing_meaningful,
+            trials=self.config.trials,
+            seed=self.config.seed,
+            warmup=self.config.warmup if platform.timing_meaningful else 1,
+            timed_runs=timed_runs,
+            outputs_path=str(work / f"{mode}-outputs.pt"),
+            ext_cache=str(cache_dir() / "torch_extensions"),
+            memory_limit_mb=self.config.memory_limit_mb,
+            **kw,
+        )
+
+    def _child(self, job: Job, work: Path, platform: Platform) -> Child:
+        path = work / f"{job.mode}-job.json"
+        job.dump(path)
+        return Child(path, work, self.config.limits(), dict(platform.env))
+
+    # -- reference ------------------------------------------------------------------------
+    def reference(self, problem: Problem, platform: Platform) -> Reference:
+        key = f"{problem.id}|{problem.sizes_key}|{platform.device_kind}|{self.config.seed}"
+        if key in self._references:
+            self._references.move_to_end(key)
+            return self._references[key]
+        work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
+        try:
+            reference = self._run_reference(problem, platform, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        self._references[key] = reference
+        while len(self._references) > 4:
+            self._references.popitem(last=False)
+        return reference
+
+    def _run_reference(self, problem: Problem, platform: Platform, work: Path) -> Reference:
+        job = self._job("reference", problem, platform, work)
+        info: dict[str, Any] = {}
+        with self._child(job, work, platform) as child:
+            while (event := child.next_event()) is not None:
+                if event["type"] == "info":
+                    info = event
+                elif event["type"] == "fail":
+                    raise ProblemError(f"{problem.name}: {event['message']}")
+                elif event["type"] == "reference":
+                    return Reference(
+                        outputs=_load_tensors(Path(job.outputs_path)),
+                        warnings=tuple(event["warnings"]),
+                        device_name=info.get("device_name", ""),
+                        torch_version=info.get("torch_version", ""),
+                    )
+        assert child.exit is not None
+        raise ProblemError(
+            f"the reference of {problem.name} failed ({_describe_exit(child.exit)}):\n"
+            f"{child.exit.output[-4000:]}"
+        )
+
+    # -- baselines ------------------------------------------------------------------------
+    def baselines(
+        self, problem: Problem, platform: Platform, ref: Reference
+    ) -> tuple[Baseline, ...]:
+        if not self.config.baselines or not platform.timing_meaningful:
+            return ()
+        key = baseline_key(
+            problem.id,
+            problem.sizes_key,
+            platform.name,
+            ref.device_name,
+            ref.torch_version,
+            self.config.seed,
+            self.config.warmup,
+            self.config.timed_runs,
+        )
+        found = {k: b for k in self.config.baselines if (b := self._baselines.get(key, k))}
+        missing = tuple(k for k in self.config.baselines if k not in found)
+        if missing:
+            for baseline in self._run_baselines(problem, platform, missing):
+                self._baselines.put(key, baseline)
+                found[baseline.kind] = baseline
+        return tuple(found[k] for k in self.config.baselines if k in found)
+
+    def _run_baselines(
+        self, problem: Problem, platform: Platform, kinds: tuple[str, ...]
+    ) -> list[Baseline]:
+        work = Path(tempfile.mkdtemp(prefix="kforge-base-"))
+        job = self._job("baseline", problem, platform, work, baseline_kinds=kinds)
+        done: list[Baseline] = []
+        try:
+            with self._child(job, work, platform) as child:
+                while (event := child.next_event()) is not None:
+                    if event["type"] == "baseline":
+                        timing = TimingStats(**event["timing"]) if event.get("timing") else None
+                        done.append(
+                            Baseline(event["kind"], event["ok"], timing, event.get("error", ""))
+                        )
+            assert child.exit is not None
+            for kind in kinds[len(done) :]:
+                done.append(Baseline(kind, False, error=_describe_exit(child.exit)))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return done
+
+    # -- candidates -----------------------------------------------------------------------
+    def evaluate_source(self, source: str, problem: Problem, platform: Platform) -> EvalResult:
+        work = Path(tempfile.mkdtemp(prefix="kforge-src-"))
+        try:
+            path = work / "candidate.py"
+            path.write_text(source)
+            return self.evaluate(path, problem, platform)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def evaluate(self, candidate: str | Path, problem: Problem, platform: Platform) -> EvalResult:
+        if not platform.runnable:
+            raise ValueError(f"platform {platform.name} is declared only and cannot run here")
+        started = time.monotonic()
+        source = Path(candidate).read_text()
+        base = EvalResult(
+            status=Status.INFRA_ERROR,
+            message="",
+            stage="static_check",
+            problem_id=problem.id,
+            problem_name=problem.name,
+            platform=platform.name,
+            policy=self.config.policy,
+            candidate_hash=source_hash(source, platform.name),
+            sizes=tuple(sorted(problem.sizes.items())),
+        )
+        result = self._evaluate(Path(candidate), source, problem, platform, base)
+        return replace(result, duration_s=round(time.monotonic() - started, 3))
+
+    def _evaluate(
+        self, path: Path, source: str, problem: Problem, platform: Platform, base: EvalResult
+    ) -> EvalResult:
+        check = static_check(source, platform.language)
+        if not check.ok:
+            return replace(
+                base,
+                status=Status.REJECTED,
+                message="the static check found no usable kernel:\n" + check.message,
+                artifacts=Artifacts(reasons=check.reasons),
+            )
+        ref = self.reference(problem, platform)
+        base = replace(
+            base,
+            device_name=ref.device_name,
+            torch_version=ref.torch_version,
+            warnings=ref.warnings,
+        )
+        work = Path(tempfile.mkdtemp(prefix="kforge-cand-"))
+        try:
+            shutil.copy(path, work / "candidate.py")
+            job = self._job(
+                "candidate", problem, platform, work, candidate_path=str(work / "candidate.py")
+            )
+            result = self._run_candidate(job, work, platform, ref, base)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if result.ok:
+            result = replace(result, baselines=self.baselines(problem, platform, ref))
+            if self.profile_hook is not None:
+                result = self.profile_hook(result)
+        return result
+
+    def _run_candidate(
+        self, job: Job, work: Path, platform: Platform, ref: Reference, base: EvalResult
+    ) -> EvalResult:
+        policy = get_policy(self.config.policy)
+        correctness = base.correctness
+        with self._child(job, work, platform) as child:
+            while (event := child.next_event()) is not None:
+                kind = event["type"]
+                if kind == "fail":
+                    child.kill("")
+                    return _failure(base, event, child.stage, child.exit)
+                if kind == "verified":
+                    comparison = compare_outputs(
+                        ref.outputs, _load_tensors(Path(job.outputs_path)), policy
+                    )
+                    correctness = comparison.correctness
+                    if not comparison.ok:
+                        child.send("stop")
+                        child.kill("")
+                        assert comparison.mismatch is not None
+                        return replace(
+                            base,
+                            status=Status.INCORRECT,
+                            stage="verify",
+                            message=_mismatch_message(comparison.mismatch, correctness),
+                            correctness=correctness,
+                            artifacts=Artifacts(
+                                mismatch=comparison.mismatch, output_tail=_tail(child)
+                            ),
+                        )
+                    child.send("time")
+                elif kind == "timing":
+                    child.kill("")
+                    return replace(
+                        base,
+                        status=Status.OK,
+                        stage="done",
+                        message="verified and timed",
+                        correctness=correctness,
+                        timing=TimingStats(**event["timing"]),
+                        artifacts=Artifacts(output_tail=_tail(child)),
+                    )
+        assert child.exit is not None
+        return _exit_result(base, child.exit, correctness)
+
+
+def _tail(child: Child) -> str:
+    return child.exit.output if child.exit else ""
+
+
+def _describe_exit(exit: ChildExit) -> str:
+    if exit.killed == "timeout":
+        return f"killed: it exceeded the time limit of the {exit.stage} stage"
+    if exit.killed == "memory":
+        return f"killed: it exceeded the memory limit in the {exit.stage} stage"
+    if exit.killed == "output":
+        return f"killed: it printed more than the output limit ({exit.output_bytes} bytes)"
+    if exit.signal_name:
+        return f"it died with {exit.signal_name} in the {exit.stage} stage"
+    return f"it exited with code {exit.returncode} in the {exit.stage} stage"
+
+
+def _failure(
+    base: EvalResult, event: dict[str, Any], stage: str, exit: ChildExit | None
+) -> EvalResult:
+    status = Status(event["status"])
+    hint = {
+        Status.COMPILE_ERROR: "Fix the build error (see the compiler log) and try again.",
+        Status.RUNTIME_ERROR: "Fix the error raised while running forward (see the traceback).",
+        Status.REJECTED: "Change the kernel so that it does its work honestly.",
+    }.get(status, "")
+    return replace(
+        base,
+        status=status,
+        stage=stage,
+        message=f"{event['message']}\n{hint}".strip(),
+        artifacts=Artifacts(
+            compile_log=event.get("compile_log", ""),
+            traceback=event.get("traceback", ""),
+            output_tail=exit.output if exit else "",
+            reasons=tuple(event.get("reasons", ())),
+        ),
+    )
+
+
+def _exit_result(base: EvalResult, exit: ChildExit, correctness: Any) -> EvalResult:
+    """The child ended without a result: classify by how it ended."""
+    describe = _describe_exit(exit)
+    if exit.killed == "timeout":
+        status, hint = Status.TIMEOUT, "Look for an infinite loop or a kernel that never ends."
+    elif exit.killed in {"memory", "output"}:
+        status, hint = Status.RUNTIME_ERROR, "Allocate less memory and print less."
+    elif exit.stage in {"start", "setup"}:
+        status, hint = (
+            Status.INFRA_ERROR,
+            "The evaluator's process failed before the candidate ran.",
+        )
+    elif exit.signal_name:
+        status = Status.RUNTIME_ERROR
+        hint = "A crash in native code: check indices and bounds (out-of-bounds access?)."
+    else:
+        status, hint = Status.RUNTIME_ERROR, "Do not exit the process from the candidate."
+    return replace(
+        base,
+        status=status,
+        stage=exit.stage,
+        message=f"the candidate's process {describe}. {hint}",
+        correctness=correctness,
+        artifacts=Artifacts(output_tail=exit.output),
+    )
+
+
+def _mismatch_message(m: Any, c: Any) -> str:
+    if m.reason in {"shape", "dtype", "count", "type"}:
+        return (
+            f"wrong {m.reason} of output {m.output_index} in trial {m.trial}: expected "
+            f"{m.expected}, got {m.actual}. Return outputs exactly as the reference does."
+        )
+    where = ", ".join(str(i) for i in m.indices)
+    what = "non-finite values (NaN/inf)" if m.reason == "nonfinite" else "values"
+    return (
+        f"output {m.output_index} has wrong {what} in trial {m.trial}: {m.n_mismatched} of "
+        f"{m.n_total} elements are outside atol={c.atol:g}, rtol={c.rtol:g} "
+        f"(max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}). First mismatches "
+        f"at {where}: expected {m.expected}, got {m.actual}. "
+        f"{c.trials_passed}/{c.trials_run} trials passed."
+    )

@@ -1,0 +1,58 @@
+"""A plain-text report of an EvalResult that a person or an LLM can act on."""
+
+from __future__ import annotations
+
+from kforge_search.evaluator.result import EvalResult, TimingStats
+
+_LOG_CHARS = 6000
+
+
+def _timing(t: TimingStats) -> str:
+    note = "" if t.meaningful else "  (interpreter: not a meaningful time)"
+    return (
+        f"p20 {t.p20_ms:.4f} ms | p50 {t.p50_ms:.4f} ms | p80 {t.p80_ms:.4f} ms "
+        f"({t.runs} runs, {t.method}){note}"
+    )
+
+
+def _clip(text: str, chars: int = _LOG_CHARS) -> str:
+    text = text.strip()
+    return text if len(text) <= chars else f"[... {len(text) - chars} chars ...]\n{text[-chars:]}"
+
+
+def format_report(r: EvalResult) -> str:
+    sizes = ", ".join(f"{k}={v}" for k, v in r.sizes)
+    lines = [
+        f"status:    {r.status.value}  (stage: {r.stage})",
+        f"problem:   {r.problem_name} [{r.problem_id}]  sizes: {sizes or 'default'}",
+        f"platform:  {r.platform} on {r.device_name or '?'}  torch {r.torch_version or '?'}",
+        f"policy:    {r.policy}  (atol={r.correctness.atol:g}, rtol={r.correctness.rtol:g})",
+        f"message:   {r.message}",
+    ]
+    if r.artifacts.reasons:
+        lines.append(f"reasons:   {', '.join(r.artifacts.reasons)}")
+    c = r.correctness
+    if c.trials_run:
+        lines.append(
+            f"verify:    {c.trials_passed}/{c.trials_run} trials passed, max abs err "
+            f"{c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}"
+        )
+    if r.timing:
+        lines.append(f"time:      {_timing(r.timing)}")
+    for b in r.baselines:
+        if b.ok and b.timing:
+            speedup = r.speedup(b.kind)
+            ratio = f"  -> speedup {speedup:.2f}x" if speedup else ""
+            cached = " (cached)" if b.cached else ""
+            lines.append(f"{b.kind + ':':<10} {_timing(b.timing)}{cached}{ratio}")
+        else:
+            lines.append(f"{b.kind + ':':<10} failed: {b.error}")
+    lines.extend(f"warning:   {w}" for w in r.warnings)
+    for title, text in (
+        ("compiler log", r.artifacts.compile_log),
+        ("traceback", r.artifacts.traceback),
+        ("candidate output", r.artifacts.output_tail),
+    ):
+        if text.strip():
+            lines.append(f"--- {title} ---\n{_clip(text)}")
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""The one typed outcome of an evaluation: a Status, artifacts, correctness and timing."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Status(enum.StrEnum):
+    OK = "OK"
+    COMPILE_ERROR = "COMPILE_ERROR"
+    INCORRECT = "INCORRECT"
+    RUNTIME_ERROR = "RUNTIME_ERROR"
+    TIMEOUT = "TIMEOUT"
+    REJECTED = "REJECTED"
+    INFRA_ERROR = "INFRA_ERROR"  # the harness failed, not the candidate: worth retrying
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Where a candidate's output first disagrees with the reference."""
+
+    trial: int
+    output_index: int
+    reason: str  # "shape", "dtype", "nonfinite", "values", "type"
+    expected: str  # shape/dtype text, or the values at `indices`
+    actual: str
+    indices: tuple[tuple[int, ...], ...] = ()
+    n_mismatched: int = 0
+    n_total: int = 0
+
+
+@dataclass(frozen=True)
+class Correctness:
+    trials_run: int = 0
+    trials_passed: int = 0
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    atol: float = 0.0
+    rtol: float = 0.0
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    method: str  # "cuda_events" | "perf_counter"
+    runs: int
+    p20_ms: float
+    p50_ms: float
+    p80_ms: float
+    meaningful: bool = True  # False for an interpreter (cpu-triton)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The reference timed the same way: `kind` is "eager" or "compile"."""
+
+    kind: str
+    ok: bool
+    timing: TimingStats | None = None
+    error: str = ""
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    compile_log: str = ""
+    output_tail: str = ""  # what the candidate printed (head and tail kept)
+    traceback: str = ""
+    mismatch: Mismatch | None = None
+    reasons: tuple[str, ...] = ()  # named reasons for REJECTED, e.g. "static:no-triton-jit"
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    status: Status
+    message: str  # what happened and what to do, for a person or an LLM
+    stage: str  # the stage it ended in: static_check, build, verify, time, profile, done
+    problem_id: str
+    problem_name: str
+    platform: str
+    policy: str
+    candidate_hash: str
+    sizes: tuple[tuple[str, Any], ...] = ()
+    device_name: str = ""
+    torch_version: str = ""
+    artifacts: Artifacts = field(default_factory=Artifacts)
+    correctness: Correctness = field(default_factory=Correctness)
+    timing: TimingStats | None = None
+    baselines: tuple[Baseline, ...] = ()
+    warnings: tuple[str, ...] = ()
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    def baseline(self, kind: str) -> Baseline | None:
+        return next((b for b in self.baselines if b.kind == kind), None)
+
+    def speedup(self, kind: str) -> float | None:
+        """Baseline p50 over candidate p50, when both were measured meaningfully."""
+        base = self.baseline(kind)
+        if not (self.ok and self.timing and self.timing.meaningful and base and base.ok):
+            return None
+        if base.timing is None or not base.timing.meaningful or self.timing.p50_ms <= 0:
+            return None
+        return base.timing.p50_ms / self.timing.p50_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["status"] = self.status.value
+        data["sizes"] = dict(self.sizes)
+        data["speedup_vs_eager"] = self.speedup("eager")
+        data["speedup_vs_compile"] = self.speedup("compile")
+        return data

@@ -1,0 +1,227 @@
+"""A killable child process with limits per stage on wall clock, memory and output.
+
+The child runs in its own session (process group), so the whole group can be killed: a
+hung kernel, a compiler that never ends, or processes the candidate started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class Limits:
+    stage_timeouts_s: tuple[tuple[str, float], ...] = ()
+    default_timeout_s: float = 300.0
+    memory_mb: int = 0  # 0: no limit
+    output_bytes: int = 32 * 2**20  # the child is killed past this much output
+    keep_bytes: int = 16 * 2**10  # how much of the head and of the tail is kept
+
+    def timeout(self, stage: str) -> float:
+        for name, seconds in self.stage_timeouts_s:
+            if stage == name or stage.startswith(f"{name}-"):
+                return seconds
+        return self.default_timeout_s
+
+
+@dataclass(frozen=True)
+class ChildExit:
+    returncode: int | None
+    signal_name: str  # e.g. "SIGSEGV" when a signal ended it by itself, else ""
+    killed: str  # why the parent killed it: "", "timeout", "memory", "output"
+    stage: str  # the last stage the child announced
+    output: str  # what it printed (head and tail)
+    output_bytes: int
+    peak_rss_mb: float = 0.0
+
+
+class _Output:
+    """Keeps the head and tail of a stream and counts the rest."""
+
+    def __init__(self, keep: int):
+        self.keep = keep
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_len = 0
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_len += len(chunk)
+            while self.tail_len - len(self.tail[0]) >= self.keep:
+                self.tail_len -= len(self.tail.popleft())
+
+    def text(self) -> str:
+        tail = b"".join(self.tail)[-self.keep :]
+        skipped = self.total - len(self.head) - len(tail)
+        middle = f"\n[... {skipped} bytes of output skipped ...]\n".encode() if skipped > 0 else b""
+        return (bytes(self.head) + middle + tail).decode(errors="replace")
+
+
+def group_rss_mb(pgid: int) -> float:
+    """Resident memory of every process in a process group, in MiB."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:  # fields after "comm)": state, ppid, pgrp, ...
+                continue
+            with open(f"/proc/{entry}/statm") as f:
+                total += int(f.read().split()[1]) * _PAGE
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / 2**20
+
+
+@dataclass
+class Child:
+    """One evaluator child process; use as a context manager so it is always killed."""
+
+    job_path: Path
+    cwd: Path
+    limits: Limits
+    env: Mapping[str, str] = field(default_factory=dict)
+    stage: str = "start"
+    exit: ChildExit | None = None
+
+    def __enter__(self) -> Child:
+        read_fd, write_fd = os.pipe()
+        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
+        package_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+        cmd = [sys.executable, "-m", "kforge_search.evaluator.worker", str(self.job_path)]
+        self._proc = subprocess.Popen(
+            [*cmd, str(write_fd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(write_fd,),
+            cwd=self.cwd,
+            env=env,
+            start_new_session=True,
+        )
+        os.close(write_fd)
+        self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._output = _Output(self.limits.keep_bytes)
+        self._stage_started = time.monotonic()
+        self._killed = ""
+        self._peak_rss = 0.0
+        self._threads = [
+            threading.Thread(target=self._read_events, args=(read_fd,), daemon=True),
+            threading.Thread(target=self._read_output, daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.kill("")
+
+    def _read_events(self, fd: int) -> None:
+        with os.fdopen(fd, "rb") as pipe:
+            for line in pipe:
+                try:
+                    self._events.put(json.loads(line))
+                except ValueError:
+                    continue
+        self._events.put(None)
+
+    def _read_output(self) -> None:
+        assert self._proc.stdout is not None
+        while chunk := self._proc.stdout.read1(65536):  # type: ignore[attr-defined]
+            self._output.add(chunk)
+
+    def send(self, line: str) -> None:
+        try:
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(f"{line}\n".encode())
+            self._proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def kill(self, why: str) -> None:
+        if why and not self._killed:
+            self._killed = why
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self._proc.wait()
+        self._finish()
+
+    def _finish(self) -> None:
+        if self.exit is not None:
+            return
+        for thread in self._threads:
+            thread.join(timeout=2)
+        code = self._proc.returncode
+        signal_name = ""
+        if code is not None and code < 0 and not self._killed:
+            signal_name = signal.Signals(-code).name
+        self.exit = ChildExit(
+            returncode=code,
+            signal_name=signal_name,
+            killed=self._killed,
+            stage=self.stage,
+            output=self._output.text(),
+            output_bytes=self._output.total,
+            peak_rss_mb=self._peak_rss,
+        )
+
+    def _check_limits(self) -> str:
+        if time.monotonic() - self._stage_started > self.limits.timeout(self.stage):
+            return "timeout"
+        if self._output.total > self.limits.output_bytes:
+            return "output"
+        if self.limits.memory_mb:
+            rss = group_rss_mb(self._proc.pid)
+            self._peak_rss = max(self._peak_rss, rss)
+            if rss > self.limits.memory_mb:
+                return "memory"
+        return ""
+
+    def next_event(self) -> dict[str, Any] | None:
+        """The next event; None once the child has ended (then `exit` says how)."""
+        while self.exit is None:
+            try:
+                event = self._events.get(timeout=0.1)
+            except queue.Empty:
+                if why := self._check_limits():
+                    self.kill(why)
+                    return None
+                continue
+            if event is None:  # the child closed its event pipe: it is ending
+                try:
+                    self._proc.wait(timeout=self.limits.timeout(self.stage))
+                except subprocess.TimeoutExpired:
+                    self._killed = "timeout"
+                self.kill("")
+                return None
+            if event.get("type") == "stage":
+                self.stage = str(event.get("stage"))
+                self._stage_started = time.monotonic()
+            return event
+        return None

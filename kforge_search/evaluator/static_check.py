@@ -1,0 +1,161 @@
+"""Static check: before anything runs, is there a real kernel for the platform in the source?
+
+Each rule is a small function `check_*(tree, source) -> Finding | None`; presets group them
+per platform language. A finding has a named reason (for the store and for tests) and a
+message that says what to do.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True)
+class StaticCheck:
+    ok: bool
+    findings: tuple[Finding, ...] = ()
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(f.reason for f in self.findings)
+
+    @property
+    def message(self) -> str:
+        return "\n".join(f"- {f.message}" for f in self.findings)
+
+
+Rule = Callable[[ast.Module, str], Finding | None]
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    return ""
+
+
+def _calls(tree: ast.Module, suffix: str) -> list[ast.Call]:
+    return [
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and _dotted(n.func).endswith(suffix)
+    ]
+
+
+def _strings(tree: ast.Module) -> list[str]:
+    return [
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
+
+
+def check_model_new(tree: ast.Module, source: str) -> Finding | None:
+    if any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body):
+        return None
+    return Finding(
+        "static:no-modelnew",
+        "no top-level `class ModelNew(nn.Module)`: define it with the same constructor "
+        "arguments as Model, and run your kernels in its forward",
+    )
+
+
+def _is_triton_jit(decorator: ast.expr) -> bool:
+    name = _dotted(decorator)
+    return (
+        name in {"jit", "autotune", "heuristics"}
+        or name.startswith("triton.")
+        or (name.endswith(".jit") and "triton" in name)
+    )
+
+
+def check_triton_kernel(tree: ast.Module, source: str) -> Finding | None:
+    kernels = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and any(_is_triton_jit(d) for d in n.decorator_list)
+    ]
+    if kernels:
+        return None
+    return Finding(
+        "static:no-triton-kernel",
+        "no `@triton.jit` kernel: write the computation as a Triton kernel and launch it "
+        "from ModelNew.forward as kernel[grid](...)",
+    )
+
+
+def check_triton_launch(tree: ast.Module, source: str) -> Finding | None:
+    launches = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)
+    ]
+    if launches:
+        return None
+    return Finding(
+        "static:no-kernel-launch",
+        "no Triton kernel launch (kernel[grid](...)) anywhere: the kernel must be launched",
+    )
+
+
+def check_load_inline(tree: ast.Module, source: str) -> Finding | None:
+    if _calls(tree, "load_inline"):
+        return None
+    return Finding(
+        "static:no-load-inline",
+        "no torch.utils.cpp_extension.load_inline(...) call: build your C++ source with "
+        "load_inline at import time and call its functions from ModelNew.forward",
+    )
+
+
+def check_cuda_global(tree: ast.Module, source: str) -> Finding | None:
+    has_cuda_sources = any(
+        kw.arg == "cuda_sources" for call in _calls(tree, "load_inline") for kw in call.keywords
+    )
+    if has_cuda_sources and any("__global__" in s for s in _strings(tree)):
+        return None
+    return Finding(
+        "static:no-cuda-kernel",
+        "no CUDA kernel: pass a source with a `__global__` function as load_inline's "
+        "cuda_sources and launch it from the host function",
+    )
+
+
+def check_no_cuda_on_cpu(tree: ast.Module, source: str) -> Finding | None:
+    for call in _calls(tree, "load_inline"):
+        if any(kw.arg == "cuda_sources" for kw in call.keywords):
+            return Finding(
+                "static:cuda-on-cpu",
+                "cpu-cpp candidates build C++ only: move the code to cpp_sources and drop "
+                "cuda_sources",
+            )
+    return None
+
+
+PRESETS: dict[str, tuple[Rule, ...]] = {
+    "triton": (check_model_new, check_triton_kernel, check_triton_launch),
+    "cuda-cpp": (check_model_new, check_load_inline, check_cuda_global),
+    "cpp": (check_model_new, check_load_inline, check_no_cuda_on_cpu),
+}
+
+
+def static_check(source: str, language: str) -> StaticCheck:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return StaticCheck(
+            False,
+            (Finding("static:syntax-error", f"the candidate is not valid Python: {exc}"),),
+        )
+    rules = PRESETS.get(language)
+    if rules is None:
+        return StaticCheck(
+            False, (Finding("static:no-backend", f"no static rules for language {language!r}"),)
+        )
+    findings = tuple(f for rule in rules if (f := rule(tree, source)) is not None)
+    return StaticCheck(not findings, findings)

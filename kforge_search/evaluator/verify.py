@@ -1,0 +1,110 @@
+"""Verify stage (parent side): compare candidate outputs with reference outputs.
+
+The outputs come from two different child processes; this module only compares them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kforge_search.evaluator.policy import NumericPolicy
+from kforge_search.evaluator.result import Correctness, Mismatch
+
+SHOW = 5  # mismatching elements listed in a report
+
+
+@dataclass(frozen=True)
+class Comparison:
+    correctness: Correctness
+    mismatch: Mismatch | None
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatch is None
+
+
+def _fmt(values: Any) -> str:
+    return "[" + ", ".join(f"{float(v):.6g}" for v in values) + "]"
+
+
+def _compare_tensor(expected: Any, actual: Any, policy: NumericPolicy, trial: int, index: int):
+    """(mismatch or None, max abs err, max rel err, atol, rtol) for one output tensor."""
+    import torch
+
+    dtype = str(expected.dtype).removeprefix("torch.")
+    atol, rtol = policy.tolerance(dtype)
+    if tuple(actual.shape) != tuple(expected.shape):
+        return (
+            Mismatch(trial, index, "shape", str(tuple(expected.shape)), str(tuple(actual.shape))),
+            float("inf"),
+            float("inf"),
+            atol,
+            rtol,
+        )
+    if actual.dtype != expected.dtype:
+        return (
+            Mismatch(trial, index, "dtype", str(expected.dtype), str(actual.dtype)),
+            float("inf"),
+            float("inf"),
+            atol,
+            rtol,
+        )
+    e = expected.double()
+    a = actual.double()
+    diff = (a - e).abs()
+    both_nan = e.isnan() & a.isnan()
+    both_inf = e.isinf() & (a == e)
+    diff = torch.where(both_nan | both_inf, torch.zeros_like(diff), diff)
+    diff = torch.nan_to_num(diff, nan=float("inf"))
+    bad = diff > atol + rtol * e.abs().nan_to_num(posinf=0.0)
+    significant = e.abs() > atol
+    rel = (diff[significant] / e.abs()[significant]).max().item() if significant.any() else 0.0
+    max_abs = diff.max().item() if diff.numel() else 0.0
+    if not bad.any():
+        return None, max_abs, rel, atol, rtol
+    where = bad.nonzero()[:SHOW]
+    idx = tuple(tuple(int(i) for i in row) for row in where.tolist())
+    reason = "nonfinite" if not torch.isfinite(a[bad]).all() else "values"
+    mismatch = Mismatch(
+        trial=trial,
+        output_index=index,
+        reason=reason,
+        expected=_fmt(e[tuple(where.T)]),
+        actual=_fmt(a[tuple(where.T)]),
+        indices=idx,
+        n_mismatched=int(bad.sum().item()),
+        n_total=bad.numel(),
+    )
+    return mismatch, max_abs, rel, atol, rtol
+
+
+def compare_outputs(
+    expected: list[list[Any]], actual: list[list[Any]], policy: NumericPolicy
+) -> Comparison:
+    """Compare per trial and per output; the first mismatch is reported, errors are maxed."""
+    max_abs = max_rel = atol = rtol = 0.0
+    passed = 0
+    first: Mismatch | None = None
+    for trial, (exp, act) in enumerate(zip(expected, actual, strict=False)):
+        trial_ok = len(exp) == len(act)
+        if not trial_ok and first is None:
+            first = Mismatch(trial, 0, "count", f"{len(exp)} outputs", f"{len(act)} outputs")
+        for index, (e, a) in enumerate(zip(exp, act)):
+            mismatch, abs_err, rel_err, atol, rtol = _compare_tensor(e, a, policy, trial, index)
+            max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
+            if mismatch is not None:
+                trial_ok = False
+                first = first or mismatch
+        passed += trial_ok
+    if len(actual) != len(expected) and first is None:
+        first = Mismatch(0, 0, "count", f"{len(expected)} trials", f"{len(actual)} trials")
+    correctness = Correctness(
+        trials_run=len(expected),
+        trials_passed=passed,
+        max_abs_err=max_abs,
+        max_rel_err=max_rel,
+        atol=atol,
+        rtol=rtol,
+    )
+    return Comparison(correctness, first)

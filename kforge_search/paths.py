@@ -1,0 +1,13 @@
+"""Where kforge keeps its caches (builds, baselines, CPU peaks)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("KFORGE_CACHE_DIR") or Path.home() / ".cache" / "kforge"
+    path = Path(root)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,1 @@
+"""The DuckDB store: schema, migrations, queries and retrieval (all SQL lives here)."""
