@@ -6,6 +6,7 @@ hung kernel, a compiler that never ends, or processes the candidate started.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -165,10 +166,8 @@ class Child:
     def kill(self, why: str) -> None:
         if why and not self._killed:
             self._killed = why
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
         self._proc.wait()
         self._finish()
 

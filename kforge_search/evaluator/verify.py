@@ -90,7 +90,7 @@ def compare_outputs(
         trial_ok = len(exp) == len(act)
         if not trial_ok and first is None:
             first = Mismatch(trial, 0, "count", f"{len(exp)} outputs", f"{len(act)} outputs")
-        for index, (e, a) in enumerate(zip(exp, act)):
+        for index, (e, a) in enumerate(zip(exp, act, strict=False)):
             mismatch, abs_err, rel_err, atol, rtol = _compare_tensor(e, a, policy, trial, index)
             max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
             if mismatch is not None:

@@ -162,7 +162,11 @@ def run_candidate(job: Job, channel: Channel) -> None:
                 f"forward raised {type(exc).__name__} in trial {trial}: {exc}",
                 traceback=traceback.format_exc(),
             ) from exc
-        mutated = [i for i, (x, y) in enumerate(zip(inputs, originals)) if not same_values(x, y)]
+        mutated = [
+            i
+            for i, (x, y) in enumerate(zip(inputs, originals, strict=False))
+            if not same_values(x, y)
+        ]
         if mutated:
             raise CandidateFailure(
                 "REJECTED",
@@ -211,7 +215,7 @@ def run_reference(job: Job, channel: Channel) -> None:
         for i in range(job.trials)
     ]
     again = run_forward(build_model(module.Model, module, job), make_inputs(module, job, 0), job)
-    for first, second in zip(trials[0], again):
+    for first, second in zip(trials[0], again, strict=False):
         if not torch.allclose(first, second.to("cpu"), rtol=1e-5, atol=1e-6, equal_nan=True):
             raise CandidateFailure(
                 "PROBLEM_ERROR",
