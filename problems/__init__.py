@@ -1,0 +1,1 @@
+"""The bundled problem suite (KernelBench format). Not imported as modules: loaded as files."""

@@ -1,0 +1,39 @@
+"""Honest candidates verify and time on the CPU platforms (cpu-cpp, cpu-triton)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.platforms import get_platform
+from kforge_search.problem import resolve_problem
+from tests.conftest import EXAMPLES
+
+CASES = [
+    ("cpu-cpp", "cpu_cpp/elementwise_chain.py", "level1/10_elementwise_chain"),
+    ("cpu-cpp", "cpu_cpp/softmax.py", "level1/04_softmax"),
+    ("cpu-cpp", "cpu_cpp/gemm_bias_relu.py", "level2/01_gemm_bias_relu"),
+    ("cpu-triton", "triton/elementwise_chain.py", "level1/10_elementwise_chain"),
+    ("cpu-triton", "triton/softmax.py", "level1/04_softmax"),
+    ("cpu-triton", "triton/gemm_bias_relu.py", "level2/01_gemm_bias_relu"),
+    ("cpu-triton", "triton/gemm_gelu_scale.py", "level2/02_gemm_gelu_scale"),
+]
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Evaluator:
+    return Evaluator(EvalConfig(baselines=()))
+
+
+@pytest.mark.parametrize("size_set", ["ci", "unseen"])
+@pytest.mark.parametrize(("platform", "candidate", "problem"), CASES)
+def test_honest_candidate_is_ok(evaluator, platform, candidate, problem, size_set):
+    result = evaluator.evaluate(
+        EXAMPLES / candidate, resolve_problem(problem, size_set=size_set), get_platform(platform)
+    )
+    assert result.status is Status.OK, result.message
+    assert result.correctness.trials_run == result.correctness.trials_passed >= 5
+    assert result.correctness.max_abs_err <= 1e-4
+    assert result.timing is not None and result.timing.p50_ms > 0
+    assert result.timing.meaningful == (platform == "cpu-cpp")
+    assert result.timing.runs == (50 if platform == "cpu-cpp" else 5)

@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from kforge_search.cli.app import app
+from tests.conftest import BROKEN, EXAMPLES, FOREIGN_SUITE
+
+runner = CliRunner()
+CHAIN = "level1/10_elementwise_chain"
+
+
+def test_cli_start_imports_neither_torch_nor_ray():
+    code = (
+        "import sys, kforge_search.cli.app; "
+        "print(sorted(m for m in ('torch', 'ray', 'triton', 'duckdb') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_eval_json_of_an_honest_candidate():
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(EXAMPLES / "triton/elementwise_chain.py"),
+            "--problem",
+            CHAIN,
+            "--platform",
+            "cpu-triton",
+            "--sizes",
+            "ci",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["status"] == "OK"
+    assert data["policy"] == "strict"
+    assert data["sizes"] == {"batch_size": 16, "dim": 1000}
+    assert data["timing"]["meaningful"] is False
+
+
+def test_eval_report_of_a_broken_candidate_is_actionable():
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(BROKEN / "triton/wrong_values.py"),
+            "--problem",
+            CHAIN,
+            "--platform",
+            "cpu-triton",
+            "--sizes",
+            "ci",
+            "--policy",
+            "strict",
+        ],
+    )
+    assert result.exit_code == 1
+    assert "INCORRECT" in result.output
+    assert "First mismatches at" in result.output and "expected [" in result.output
+
+
+def test_bad_input_gets_a_clear_error():
+    cases = [
+        (["eval", "missing.py", "--problem", CHAIN, "--platform", "cpu-cpp"], "no candidate file"),
+        (
+            ["eval", str(EXAMPLES / "triton/softmax.py"), "--problem", CHAIN, "--platform", "tpu"],
+            "unknown platform 'tpu'",
+        ),
+        (
+            [
+                "eval",
+                str(EXAMPLES / "triton/softmax.py"),
+                "--problem",
+                CHAIN,
+                "--platform",
+                "mps-metal",
+            ],
+            "declared only",
+        ),
+        (["problems", "show", CHAIN, "--sizes", "huge"], "no size set 'huge'"),
+        (["problems", "show", CHAIN, "--set", "nope=3"], "cannot override nope"),
+        (["problems", "show", "nope"], "no problem 'nope'"),
+    ]
+    for args, says in cases:
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Error:" in result.output and says in result.output, result.output
+
+
+def test_problems_list_and_show():
+    listed = runner.invoke(app, ["problems", "list", str(FOREIGN_SUITE)])
+    assert listed.exit_code == 0 and "19_ReLU" in listed.output and "2 problems" in listed.output
+    shown = runner.invoke(app, ["problems", "show", CHAIN, "--sizes", "ci"])
+    assert (
+        shown.exit_code == 0 and "batch_size=16" in shown.output and "class Model" in shown.output
+    )
+
+
+def test_platforms_lists_every_platform_with_a_reason():
+    result = runner.invoke(app, ["platforms"])
+    assert result.exit_code == 0
+    for name in (
+        "cuda-triton",
+        "cuda-cpp",
+        "cpu-cpp",
+        "cpu-triton",
+        "xpu-triton",
+        "mps-metal",
+        "cuda-cute",
+    ):
+        assert name in result.output
+    assert "declared only" in result.output
