@@ -1,0 +1,74 @@
+"""GPU platforms (cuda-triton, cuda-cpp): run with the `gpu` marker on the device."""
+
+from __future__ import annotations
+
+import pytest
+
+from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.platforms import get_platform
+from kforge_search.problem import resolve_problem
+from tests.conftest import BROKEN, EXAMPLES
+
+pytestmark = pytest.mark.gpu
+
+HONEST = [
+    ("cuda-triton", "triton/elementwise_chain.py", "level1/10_elementwise_chain"),
+    ("cuda-triton", "triton/softmax.py", "level1/04_softmax"),
+    ("cuda-triton", "triton/gemm_bias_relu.py", "level2/01_gemm_bias_relu"),
+    ("cuda-triton", "triton/gemm_gelu_scale.py", "level2/02_gemm_gelu_scale"),
+    ("cuda-cpp", "cuda_cpp/elementwise_chain.py", "level1/10_elementwise_chain"),
+    ("cuda-cpp", "cuda_cpp/softmax.py", "level1/04_softmax"),
+    ("cuda-cpp", "cuda_cpp/gemm_bias_relu.py", "level2/01_gemm_bias_relu"),
+]
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Evaluator:
+    return Evaluator(EvalConfig(baselines=("eager",)))
+
+
+@pytest.mark.parametrize("size_set", ["ci", "unseen"])
+@pytest.mark.parametrize(("platform", "candidate", "problem"), HONEST)
+def test_honest_gpu_candidate_verifies_and_times(evaluator, platform, candidate, problem, size_set):
+    result = evaluator.evaluate(
+        EXAMPLES / candidate, resolve_problem(problem, size_set=size_set), get_platform(platform)
+    )
+    assert result.status is Status.OK, result.message
+    assert result.device_name.startswith("NVIDIA")
+    assert result.timing.method == "cuda_events" and result.timing.runs >= 50
+    assert result.timing.meaningful
+    assert result.speedup("eager") is not None
+
+
+def test_wrong_values_are_incorrect_on_gpu(evaluator):
+    result = evaluator.evaluate(
+        BROKEN / "triton/wrong_values.py",
+        resolve_problem("level1/10_elementwise_chain", size_set="ci"),
+        get_platform("cuda-triton"),
+    )
+    assert result.status is Status.INCORRECT
+    assert result.artifacts.mismatch is not None
+
+
+def test_cuda_fault_is_a_runtime_error_and_the_next_candidate_works(evaluator, tmp_path):
+    bad = tmp_path / "oob.py"
+    # An out-of-bounds read far past the allocation: an illegal memory access.
+    bad.write_text(
+        "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def oob(x_ptr, out_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)\n"
+        "    tl.store(out_ptr + offs, tl.load(x_ptr + offs * 1000000007))\n\n"
+        "class ModelNew(nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        out = torch.empty_like(x)\n"
+        "        oob[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)\n"
+        "        return out\n"
+    )
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    result = evaluator.evaluate(bad, problem, get_platform("cuda-triton"))
+    assert result.status is Status.RUNTIME_ERROR, result.message
+    honest = evaluator.evaluate(
+        EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
+    )
+    assert honest.status is Status.OK
