@@ -184,7 +184,11 @@ def load_problem(
 
 
 def bundled_problems_dir() -> Path:
-    return Path(str(resources.files("kforge_search.problems")))
+    """The bundled suite: installed package data, or problems/ beside a source checkout."""
+    try:
+        return Path(str(resources.files("kforge_search.problems")))
+    except ModuleNotFoundError:  # running from a checkout on PYTHONPATH, not installed
+        return Path(__file__).resolve().parents[1] / "problems"
 
 
 def find_problems(path: str | Path | None = None) -> tuple[list[Problem], list[str]]:

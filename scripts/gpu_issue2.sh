@@ -3,13 +3,13 @@
 # the problems' real sizes. Usage (on a GPU machine, from the repo root): scripts/gpu_issue2.sh OUTDIR
 set -uo pipefail
 out=${1:-out}
-mkdir -p "$out"
+mkdir -p "$out/json"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KFORGE_CACHE_DIR=${KFORGE_CACHE_DIR:-/tmp/kforge-cache}
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$out/gpu.txt"
-python -m pytest -q -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log" | tail -15
+python -m pytest -q -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log" | tail -40
 run() {  # platform candidate problem
   python -m kforge_search eval "examples/candidates/$2" --problem "$3" --platform "$1" --json \
-    > "$out/$1--$(basename "$2" .py).json" 2> "$out/$1--$(basename "$2" .py).err"
+    > "$out/json/$1--$(basename "$2" .py).json" 2>> "$out/eval_errors.log"
 }
 run cuda-triton triton/elementwise_chain.py level1/10_elementwise_chain
 run cuda-triton triton/softmax.py level1/04_softmax
@@ -18,4 +18,5 @@ run cuda-triton triton/gemm_gelu_scale.py level2/02_gemm_gelu_scale
 run cuda-cpp cuda_cpp/elementwise_chain.py level1/10_elementwise_chain
 run cuda-cpp cuda_cpp/softmax.py level1/04_softmax
 run cuda-cpp cuda_cpp/gemm_bias_relu.py level2/01_gemm_bias_relu
-python scripts/speedup_table.py "$out"/cuda-*.json | tee "$out/table.md"
+python scripts/speedup_table.py "$out"/json/cuda-*.json | tee "$out/table.md"
+tar czf "$out/json.tgz" -C "$out" json && rm -rf "$out/json"
