@@ -117,3 +117,14 @@ def test_platforms_lists_every_platform_with_a_reason():
     ):
         assert name in result.output
     assert "declared only" in result.output
+
+
+def test_baseline_times_eager_and_compile_then_caches():
+    args = ["baseline", "level1/10_elementwise_chain", "--platform", "cpu-cpp", "--sizes", "ci"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    for kind in ("eager", "compile"):
+        row = next(line for line in first.output.splitlines() if kind in line)
+        assert "exited" not in row and "failed" not in row, first.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 0 and again.output.count("True") == 2, again.output

@@ -210,8 +210,8 @@ class Evaluator:
                             Baseline(event["kind"], event["ok"], timing, event.get("error", ""))
                         )
             assert child.exit is not None
-            for kind in kinds[len(done) :]:
-                done.append(Baseline(kind, False, error=_describe_exit(child.exit)))
+            why = f"{_describe_exit(child.exit)}: {child.exit.output[-1500:]}"
+            done.extend(Baseline(kind, False, error=why) for kind in kinds[len(done) :])
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return done

@@ -29,8 +29,8 @@ class Channel:
     def __init__(self, fd: int):
         self._file = os.fdopen(fd, "w", buffering=1)
 
-    def send(self, kind: str, **fields: Any) -> None:
-        self._file.write(json.dumps({"type": kind, **fields}, default=str) + "\n")
+    def send(self, event_type: str, /, **fields: Any) -> None:
+        self._file.write(json.dumps({"type": event_type, **fields}, default=str) + "\n")
         self._file.flush()
 
     def stage(self, name: str) -> None:
