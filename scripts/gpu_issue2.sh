@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # GPU run for the foundation issue: gpu tests, then speedups of the honest GPU candidates at
-# the problems' real sizes. Usage (on a GPU machine, from the repo root): scripts/gpu_issue2.sh OUTDIR
+# the problems' real sizes. Usage (on a GPU machine, from the repo root): scripts/gpu_issue2.sh OUTDIR [all|tests|table]
 set -uo pipefail
 out=${1:-out}
 mkdir -p "$out/json"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD KFORGE_CACHE_DIR=${KFORGE_CACHE_DIR:-/tmp/kforge-cache}
 nvidia-smi --query-gpu=name,driver_version --format=csv | tee "$out/gpu.txt"
-python -m pytest -q -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log" | tail -40
+if [ "${2:-all}" != table ]; then
+  python -m pytest -q -m gpu tests/test_gpu.py 2>&1 | tee "$out/gpu_tests.log" | tail -40
+  [ "${2:-all}" = tests ] && exit 0
+fi
 run() {  # platform candidate problem
   python -m kforge_search eval "examples/candidates/$2" --problem "$3" --platform "$1" --json \
     > "$out/json/$1--$(basename "$2" .py).json" 2>> "$out/eval_errors.log"
