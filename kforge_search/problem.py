@@ -31,7 +31,12 @@ def normalize_source(source: str) -> str:
 
 
 def source_hash(source: str, *extra: str) -> str:
-    digest = hashlib.sha256(normalize_source(source).encode())
+    """Hash of the normalized source (of the raw text when it does not parse)."""
+    try:
+        text = normalize_source(source)
+    except SyntaxError:
+        text = source
+    digest = hashlib.sha256(text.encode())
     for part in extra:
         digest.update(b"\0" + part.encode())
     return digest.hexdigest()[:16]

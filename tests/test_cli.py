@@ -128,3 +128,29 @@ def test_baseline_times_eager_and_compile_then_caches():
         assert "exited" not in row and "failed" not in row, first.output
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and again.output.count("True") == 2, again.output
+
+
+def test_eval_records_its_result_in_the_database(tmp_path):
+    db = str(tmp_path / "k.duckdb")
+    result = runner.invoke(
+        app,
+        [
+            "eval",
+            str(EXAMPLES / "triton/elementwise_chain.py"),
+            "--problem",
+            CHAIN,
+            "--platform",
+            "cpu-triton",
+            "--sizes",
+            "ci",
+            "--json",
+            "--no-baselines",
+            "--db",
+            db,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    candidate = json.loads(result.stdout)["candidate_hash"]
+    shown = runner.invoke(app, ["db", "show", candidate, "--db", db])
+    assert shown.exit_code == 0, shown.output
+    assert "OK" in shown.output and "@triton.jit" in shown.output

@@ -10,6 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kforge_search.cli.db import db_app
+
 app = typer.Typer(
     help="kforge-search: search, verify and time fast kernels for PyTorch programs.",
     no_args_is_help=True,
@@ -17,6 +19,7 @@ app = typer.Typer(
 )
 problems_app = typer.Typer(help="List and show KernelBench-format problems.", no_args_is_help=True)
 app.add_typer(problems_app, name="problems")
+app.add_typer(db_app, name="db")
 console = Console()
 err = Console(stderr=True)
 
@@ -122,6 +125,9 @@ def eval_cmd(
         bool, typer.Option(help="time eager and torch.compile baselines (cached)")
     ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    db: Annotated[
+        str | None, typer.Option("--db", help="record the result in this kernel database")
+    ] = None,
 ) -> None:
     """Evaluate one candidate: static check, build, verify, time, speedups."""
     from pathlib import Path
@@ -148,7 +154,11 @@ def eval_cmd(
     else:
         color = "green" if result.ok else "red"
         console.print(f"[bold {color}]{result.status.value}[/]")
-        console.print(format_report(result), markup=False, highlight=False)
+        console.print(format_report(result), markup=False, highlight=False, soft_wrap=True)
+    if db is not None:
+        from kforge_search.cli.db import record_eval
+
+        record_eval(Path(db), result, Path(candidate), p, config)
     raise typer.Exit(0 if result.ok else 1)
 
 

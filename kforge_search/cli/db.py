@@ -1,0 +1,299 @@
+"""`kforge db`: query, inspect, export and import the kernel database (`app.add_typer(db_app,
+name="db")`). duckdb and pyarrow are imported inside commands only: `kforge --help` is instant.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+if TYPE_CHECKING:
+    from kforge_search.evaluator.result import EvalResult
+    from kforge_search.problem import Problem
+
+db_app = typer.Typer(
+    help="The kernel database (DuckDB): query, best kernels, lineage, export/import, stats.",
+    no_args_is_help=True,
+)
+console = Console()
+err = Console(stderr=True)
+
+DEFAULT_DB = Path("kforge.duckdb")
+DbOpt = Annotated[
+    Path, typer.Option("--db", envvar="KFORGE_DB", help="the database file (or $KFORGE_DB)")
+]
+
+
+def _fail(message: str) -> NoReturn:
+    """Store errors say what to do in their message: print it and exit 2."""
+    err.print(f"[bold red]Error:[/] {message}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _store_errors() -> tuple[type[Exception], ...]:
+    from kforge_search.store.connection import StoreError
+    from kforge_search.store.schema import SchemaError
+    from kforge_search.store.writer import WriteError
+
+    return StoreError, SchemaError, WriteError
+
+
+def _read(db: Path, query: Any, *args: Any) -> Any:
+    """`query(reader, *args)` on a read-only open of `db`; store errors end the command."""
+    from kforge_search.store.reader import Reader
+
+    try:
+        with Reader.open(db) as reader:
+            return query(reader, *args)
+    except _store_errors() as exc:
+        _fail(str(exc))
+
+
+def _bytes_as_size(value: Any) -> Any:
+    return f"<{len(value)} bytes>" if isinstance(value, bytes) else value
+
+
+def _cell(value: Any) -> str:
+    if value is None or isinstance(value, bytes):
+        return "" if value is None else _bytes_as_size(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _table(columns: tuple[str, ...], rows: Any, title: str = "") -> None:
+    """Print rows as a table as wide as its cells (up to 60 characters each): wider than the
+    terminal rather than cutting ids or numbers."""
+    cells = [[_cell(v).replace("\n", " ")[:60] for v in row] for row in rows]
+    table = Table(*columns, title=title or None, title_justify="left")
+    for row in cells:
+        table.add_row(*row)
+    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(columns)]
+    needed = sum(widths) + 3 * len(columns) + 1
+    (console if needed <= console.width else Console(width=needed)).print(table)
+
+
+def _record(title: str, fields: dict[str, Any]) -> None:
+    """One row as `name: value` lines (for rows with many columns)."""
+    console.print(f"[bold]{title}[/]")
+    for name, value in fields.items():
+        if value not in (None, "", [], {}):
+            console.print(
+                f"  {name}: {_cell(value)}", markup=False, highlight=False, soft_wrap=True
+            )
+
+
+@db_app.command("query")
+def query_cmd(
+    sql: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. 'SELECT ...'")],
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Run a read-only SQL query and print the result as a table, CSV or JSON."""
+    if fmt not in ("table", "csv", "json"):
+        _fail(f"--format {fmt!r}: use table, csv or json")
+    result = _read(db, lambda reader: reader.query(sql))
+    if fmt == "json":
+        rows = [{k: _bytes_as_size(v) for k, v in row.items()} for row in result.dicts()]
+        print(json.dumps(rows, indent=2, default=str))
+    elif fmt == "csv":
+        out = csv.writer(sys.stdout)
+        out.writerow(result.columns)
+        out.writerows([_cell(v) for v in row] for row in result.rows)
+    else:
+        _table(result.columns, result.rows)
+        console.print(f"{len(result.rows)} rows")
+
+
+@db_app.command("best")
+def best_cmd(
+    problem: Annotated[str | None, typer.Option(help="problem id (prefix) or name")] = None,
+    platform: Annotated[str | None, typer.Option(help="e.g. cuda-triton")] = None,
+    limit: Annotated[int, typer.Option(help="how many")] = 10,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """The best verified kernels (by speedup vs eager), optionally of a problem/platform."""
+    from kforge_search.store.queries import best_kernels
+
+    found = _read(db, best_kernels, problem, platform, limit)
+    columns = ("candidate", "problem", "platform", "lineage", "gen", "x eager", "x compile")
+    rows = [
+        (h.candidate_id, h.problem_name or h.problem_id, h.platform, h.lineage_id,
+         h.generation, h.speedup_eager, h.speedup_compile, h.p50_ms, h.device_name)
+        for h in found
+    ]  # fmt: skip
+    _table((*columns, "p50 ms", "device"), rows)
+    if not found:
+        err.print("no verified kernels match", highlight=False)
+
+
+@db_app.command("lineage")
+def lineage_cmd(
+    candidate: Annotated[str, typer.Argument(help="candidate id (or a unique prefix)")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """A candidate's ancestry (parents, recursively) with each step's status and speedups."""
+    from kforge_search.store.queries import lineage
+
+    columns = ("depth", "candidate", "gen", "pass", "agent / model", "status", "x eager")
+    rows = [
+        (s.depth, s.candidate_id, s.generation, s.pass_kind,
+         " / ".join(x for x in (s.agent, s.model) if x), s.best_status, s.speedup_eager,
+         s.speedup_compile, ", ".join(s.parent_ids))
+        for s in _read(db, lineage, candidate)
+    ]  # fmt: skip
+    _table((*columns, "x compile", "parents"), rows)
+
+
+@db_app.command("show")
+def show_cmd(
+    candidate: Annotated[str, typer.Argument(help="candidate id (or a unique prefix)")],
+    source: Annotated[bool, typer.Option(help="print the source")] = True,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """A candidate: its source, evaluations, profiles and recommendations."""
+    from kforge_search.store.queries import candidate_detail
+
+    d = _read(db, candidate_detail, candidate)
+    c = d.candidate
+    console.print(f"[bold]candidate {c['id']}[/]  problem {c['problem_id']}  {c['platform']}")
+    console.print(
+        f"lineage {c['lineage_id']}  generation {c['generation']}  {c['pass_kind']}  "
+        f"parents {', '.join(c['parent_ids'] or []) or '-'}  agent {c['agent'] or '-'}  "
+        f"model {c['model'] or '-'}",
+        highlight=False,
+    )
+    for row in d.evaluations.dicts():
+        _record(f"evaluation {row.pop('id')}", row)
+    for row in d.profiles.dicts():
+        _record(f"profile {row.pop('id')}", row)
+    for _, analysis, suggestions, model, _ in d.recommendations.rows:
+        console.print(
+            f"[bold]recommendation[/] ({model or '?'})\n{analysis}\n{suggestions}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    if source:
+        console.print("--- source ---")
+        console.print(c["source"], markup=False, highlight=False, soft_wrap=True)
+
+
+@db_app.command("stats")
+def stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
+    """Rows per table, evaluations per status, candidates and verified ones per platform."""
+    from kforge_search.store.queries import stats
+
+    s = _read(db, stats)
+    size = db.stat().st_size / 2**20
+    console.print(f"{db}  schema v{s.schema_version}  {size:.1f} MiB", highlight=False)
+    _table(("table", "rows"), s.rows)
+    _table(("status", "evaluations"), s.statuses)
+    _table(("platform", "candidates", "verified"), s.platforms)
+
+
+@db_app.command("export")
+def export_cmd(
+    directory: Annotated[Path, typer.Argument(help="where the Parquet files go")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Write every table to DIR/<table>.parquet (and DIR/manifest.json)."""
+    from kforge_search.store.io import export_db
+
+    counts = _read(db, export_db, directory)
+    _table(("table", "rows"), [(c.table, c.rows) for c in counts])
+    console.print(f"exported to {directory}", highlight=False)
+
+
+@db_app.command("import")
+def import_cmd(
+    directory: Annotated[Path, typer.Argument(help="a directory written by `kforge db export`")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Insert an export's rows; rows already present (same id) are skipped."""
+    from kforge_search.store.io import import_db
+    from kforge_search.store.writer import Writer
+
+    try:
+        with Writer(db) as writer:
+            counts = import_db(writer, directory)
+    except _store_errors() as exc:
+        _fail(str(exc))
+    rows = [(c.table, c.rows, c.inserted) for c in counts]
+    _table(("table", "rows read", "inserted"), rows)
+
+
+@db_app.command("migrate")
+def migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
+    """Create the database, or bring its schema up to this kforge-search's version."""
+    from kforge_search.store.writer import Writer
+
+    try:
+        with Writer(db) as writer:
+            console.print(f"{db}: schema version {writer.version}", highlight=False)
+    except _store_errors() as exc:
+        _fail(str(exc))
+
+
+@db_app.command("bench")
+def bench_cmd(
+    candidates: Annotated[int, typer.Option(help="candidates to insert")] = 100_000,
+    evaluations: Annotated[int, typer.Option(help="evaluations to insert")] = 300_000,
+    problems: Annotated[int, typer.Option(help="synthetic problems")] = 200,
+    batch_rows: Annotated[int, typer.Option(help="rows per transaction")] = 4_000,
+    repeats: Annotated[int, typer.Option(help="timed runs per query")] = 20,
+    db: Annotated[Path | None, typer.Option("--db", help="a new file (default: temp)")] = None,
+) -> None:
+    """Fill a new database with a synthetic load; print insert throughput and query times."""
+    import tempfile
+
+    from rich.progress import Progress
+
+    from kforge_search.store.bench import BenchConfig, run_bench
+
+    try:
+        cfg = BenchConfig(candidates, evaluations, problems, batch_rows, repeats)
+    except ValueError as exc:
+        _fail(str(exc))
+    with tempfile.TemporaryDirectory(prefix="kforge-bench-") as tmp:
+        path = db or Path(tmp) / "bench.duckdb"
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("inserting", total=candidates + evaluations)
+            try:
+                report = run_bench(path, cfg, lambda n: progress.advance(task, n))
+            except (FileExistsError, *_store_errors()) as exc:
+                _fail(str(exc))
+    console.print(
+        f"inserted {report.rows:,} rows in {report.batches} batches: {report.write_s:.1f} s "
+        f"in the writer, [bold]{report.rows_per_s:,.0f} rows/s[/] (records built in "
+        f"{report.generate_s:.1f} s, not counted); file {report.file_bytes / 2**20:.0f} MiB"
+    )
+    rows = [(q.name, f"{q.p50_ms:.1f}", f"{q.max_ms:.1f}", q.rows) for q in report.queries]
+    _table(("query", "p50 ms", "max ms", "rows"), rows)
+
+
+def record_eval(
+    db: Path, result: EvalResult, candidate: Path, problem: Problem, config: Any
+) -> None:
+    """For `kforge eval --db`: store the result, its candidate and a run, or fail clearly."""
+    from kforge_search.store.from_eval import eval_run, record_eval_result
+    from kforge_search.store.writer import Writer
+
+    run = eval_run(config, result, candidate=str(candidate), problem=problem.name)
+    try:
+        with Writer(db) as writer:
+            recorded = record_eval_result(writer, result, candidate.read_text(), problem, run=run)
+    except (*_store_errors(), ValueError) as exc:
+        _fail(f"the result was not recorded in {db}: {exc}")
+    err.print(
+        f"recorded evaluation {recorded.evaluation_id} of candidate {recorded.candidate_id} "
+        f"in {db}",
+        highlight=False,
+    )

@@ -1,0 +1,65 @@
+"""Opening a database file, with DuckDB's lock and missing-file errors made clear.
+
+DuckDB lets one process open a file read-write, and no other process open it at all
+meanwhile. `connect` turns the lock IOException into `StoreLockedError`, which names the
+holder (when DuckDB says it) and what to do.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+
+class StoreError(RuntimeError):
+    """A database that cannot be used as asked; the message says why and what to do."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the file (a search's writer, another `kforge` command)."""
+
+    def __init__(self, path: Path, holder: str, pid: int | None):
+        self.path, self.holder, self.pid = path, holder, pid
+        who = f"process {pid} ({holder})" if pid is not None else "another process"
+        super().__init__(
+            f"{path} is in use by {who}: DuckDB lets one process write a database file and "
+            "no other process open it meanwhile. Wait for that process to finish (or stop "
+            f"it{f': kill {pid}' if pid is not None else ''}), then retry; during a search, "
+            "read through the search's writer or query an export (`kforge db export`)."
+        )
+
+
+class StoreMissingError(StoreError):
+    """Reading a database that does not exist."""
+
+
+_LOCK = re.compile(r"Conflicting lock is held in (?P<holder>.+?) \(PID (?P<pid>\d+)\)")
+
+
+def connect(path: str | Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A connection to `path`; read-only opens need an existing file."""
+    file = Path(path)
+    if read_only and not file.is_file():
+        raise StoreMissingError(
+            f"no database at {file}: record results into it with `kforge eval ... --db "
+            f"{file}`, import an export with `kforge db import DIR --db {file}`, or pass "
+            "--db PATH of an existing database"
+        )
+    if not read_only:
+        file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return duckdb.connect(str(file), read_only=read_only)
+    except duckdb.IOException as exc:
+        match = _LOCK.search(str(exc))
+        if match or "lock" in str(exc).lower():
+            holder = match["holder"] if match else "unknown"
+            pid = int(match["pid"]) if match else None
+            raise StoreLockedError(file, holder, pid) from None
+        raise StoreError(f"cannot open {file}: {exc}") from None
+    except duckdb.ConnectionException as exc:
+        raise StoreError(
+            f"this process already has {file} open in another mode ({exc}): use one "
+            "Writer per process and read through `Writer.reader()`"
+        ) from None
