@@ -172,7 +172,8 @@ torch::Tensor gemm_bias_relu(torch::Tensor x, torch::Tensor weight, torch::Tenso
     const int64_t m_tiles = (M + MB - 1) / MB;
     const int64_t n_tiles = (N + NB - 1) / NB;
 
-    #pragma omp parallel
+    // Small problems stay on one thread: a parallel region costs more than it saves there.
+    #pragma omp parallel if (m_tiles * n_tiles > 1 && M * N * K >= (int64_t{1} << 21))
     {
         alignas(64) float ctile[MB * NB];
         alignas(64) float panel[KB * NB];

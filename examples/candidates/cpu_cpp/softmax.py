@@ -116,7 +116,8 @@ torch::Tensor row_softmax(torch::Tensor x) {
     float* o = out.data_ptr<float>();
     static const RowFn row_fn = pick_row_fn();
 
-    #pragma omp parallel for schedule(static)
+    // Small inputs stay on one thread: a parallel region costs more than it saves there.
+    #pragma omp parallel for schedule(static) if (rows > 1 && rows * cols >= (int64_t{1} << 15))
     for (int64_t r = 0; r < rows; ++r) {
         row_fn(in + r * cols, o + r * cols, cols);
     }
