@@ -5,8 +5,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
+
+Wrap = Callable[[Any, Iterable[str] | None], Any]
 
 
 class BuildError(Exception):
@@ -17,11 +20,12 @@ class BuildError(Exception):
         self.log = log
 
 
-def cache_cpp_builds(root: Path) -> None:
+def cache_cpp_builds(root: Path, wrap: Wrap | None = None) -> None:
     """Make load_inline build into root/<name>-<hash of sources and flags>.
 
     The same extension source is then built once, whichever candidate file holds it, and two
-    candidates that reuse an extension name never overwrite each other's build.
+    candidates that reuse an extension name never overwrite each other's build. `wrap` gets
+    each built module and the names of its functions (the launch counter wraps them).
     """
     from torch.utils import cpp_extension
 
@@ -36,7 +40,8 @@ def cache_cpp_builds(root: Path) -> None:
             build_dir = root / f"{name}-{digest}"
             build_dir.mkdir(parents=True, exist_ok=True)
             kwargs["build_directory"] = str(build_dir)
-        return original(name, cpp_sources, *args, **kwargs)
+        module = original(name, cpp_sources, *args, **kwargs)
+        return wrap(module, kwargs.get("functions")) if wrap else module
 
     load_inline._kforge_cached = True  # type: ignore[attr-defined]
     cpp_extension.load_inline = load_inline

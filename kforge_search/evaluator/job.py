@@ -28,9 +28,18 @@ class Job:
     candidate_path: str = ""
     baseline_kinds: tuple[str, ...] = ()
     memory_limit_mb: int = 0
+    writable: tuple[str, ...] = ()  # folders the candidate may write to
+    second_distribution_trials: int = 2
+
+    @property
+    def total_trials(self) -> int:
+        return self.trials + self.second_distribution_trials
 
     def trial_seed(self, trial: int) -> int:
         return self.seed + 1 + trial
+
+    def timing_seed(self, run: int) -> int:
+        return self.seed + 100_000 + run
 
     def dump(self, path: Path) -> None:
         data = dataclasses.asdict(self)
@@ -51,4 +60,5 @@ class Job:
             overrides=tuple((k, v) for k, v in p["overrides"]),
         )
         data["baseline_kinds"] = tuple(data["baseline_kinds"])
+        data["writable"] = tuple(data["writable"])
         return cls(**data)

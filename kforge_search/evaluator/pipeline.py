@@ -26,9 +26,9 @@ from kforge_search.evaluator.result import (
     Status,
     TimingStats,
 )
-from kforge_search.evaluator.sandbox import Child, ChildExit, Limits
+from kforge_search.evaluator.sandbox import Child, ChildExit, Limits, make_undumpable
 from kforge_search.evaluator.static_check import static_check
-from kforge_search.evaluator.verify import compare_outputs
+from kforge_search.evaluator.verify import compare_fingerprints, compare_outputs
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
@@ -56,6 +56,7 @@ class EvalConfig:
     verify_timeout_s: float = 120.0
     time_timeout_s: float = 300.0
     baseline_timeout_s: float = 900.0
+    check_unseen: bool = True  # also verify at the problem's "unseen" size set
 
     def __post_init__(self) -> None:
         get_policy(self.policy)
@@ -88,6 +89,11 @@ class Reference:
     warnings: tuple[str, ...]
     device_name: str
     torch_version: str
+    fingerprints: list[Any]  # of the timed runs' outputs, per run
+
+    @property
+    def dtypes(self) -> list[str]:
+        return [str(t.dtype).removeprefix("torch.") for t in self.outputs[0]]
 
 
 def _load_tensors(path: Path) -> list[list[Any]]:
@@ -107,6 +113,7 @@ class Evaluator:
         self.profile_hook = profile_hook
         self._references: OrderedDict[str, Reference] = OrderedDict()
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
+        make_undumpable()
 
     # -- children -------------------------------------------------------------------------
     def _job(self, mode: str, problem: Problem, platform: Platform, work: Path, **kw: Any) -> Job:
@@ -125,17 +132,29 @@ class Evaluator:
             outputs_path=str(work / f"{mode}-outputs.pt"),
             ext_cache=str(cache_dir() / "torch_extensions"),
             memory_limit_mb=self.config.memory_limit_mb,
+            writable=(
+                str(work),
+                str(cache_dir() / "torch_extensions"),
+                str(cache_dir() / "triton"),
+            ),
             **kw,
         )
 
     def _child(self, job: Job, work: Path, platform: Platform) -> Child:
         path = work / f"{job.mode}-job.json"
         job.dump(path)
-        return Child(path, work, self.config.limits(), dict(platform.env))
+        env = {
+            **dict(platform.env),
+            "TMPDIR": str(work),
+            "TRITON_CACHE_DIR": str(cache_dir() / "triton"),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        return Child(path, work, self.config.limits(), env)
 
     # -- reference ------------------------------------------------------------------------
     def reference(self, problem: Problem, platform: Platform) -> Reference:
-        key = f"{problem.id}|{problem.sizes_key}|{platform.device_kind}|{self.config.seed}"
+        runs = self._job("reference", problem, platform, Path()).timed_runs
+        key = f"{problem.id}|{problem.sizes_key}|{platform.device_kind}|{self.config.seed}|{runs}"
         if key in self._references:
             self._references.move_to_end(key)
             return self._references[key]
@@ -164,6 +183,7 @@ class Evaluator:
                         warnings=tuple(event["warnings"]),
                         device_name=info.get("device_name", ""),
                         torch_version=info.get("torch_version", ""),
+                        fingerprints=event["fingerprints"],
                     )
         assert child.exit is not None
         raise ProblemError(
@@ -273,13 +293,47 @@ class Evaluator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if result.ok:
+            result = replace(result, generalizes=self._generalizes(path, problem, platform))
             result = replace(result, baselines=self.baselines(problem, platform, ref))
             if self.profile_hook is not None:
                 result = self.profile_hook(result)
         return result
 
+    def _generalizes(self, path: Path, problem: Problem, platform: Platform) -> str:
+        """ "yes"/"no": does the candidate also verify at the problem's unseen sizes?"""
+        sets = dict(problem.size_sets)
+        if not self.config.check_unseen or "unseen" not in sets or problem.size_set == "unseen":
+            return "unchecked"
+        unseen = problem.resized("unseen")
+        ref = self.reference(unseen, platform)
+        work = Path(tempfile.mkdtemp(prefix="kforge-unseen-"))
+        try:
+            shutil.copy(path, work / "candidate.py")
+            copy = str(work / "candidate.py")
+            job = self._job("candidate", unseen, platform, work, candidate_path=copy)
+            base = EvalResult(
+                Status.INFRA_ERROR,
+                "",
+                "build",
+                unseen.id,
+                unseen.name,
+                platform.name,
+                self.config.policy,
+                "",
+            )
+            result = self._run_candidate(job, work, platform, ref, base, timed=False)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return "yes" if result.ok else "no"
+
     def _run_candidate(
-        self, job: Job, work: Path, platform: Platform, ref: Reference, base: EvalResult
+        self,
+        job: Job,
+        work: Path,
+        platform: Platform,
+        ref: Reference,
+        base: EvalResult,
+        timed: bool = True,
     ) -> EvalResult:
         policy = get_policy(self.config.policy)
         correctness = base.correctness
@@ -308,20 +362,65 @@ class Evaluator:
                                 mismatch=comparison.mismatch, output_tail=_tail(child)
                             ),
                         )
+                    if not timed:
+                        child.send("stop")
+                        child.kill("")
+                        return replace(
+                            base,
+                            status=Status.OK,
+                            stage="verify",
+                            message="verified",
+                            correctness=correctness,
+                        )
                     child.send("time")
                 elif kind == "timing":
                     child.kill("")
+                    timing = TimingStats(**event["timing"])
+                    stale = compare_fingerprints(
+                        ref.fingerprints, event["fingerprints"], ref.dtypes, policy
+                    )
+                    problem = _timing_problem(timing, stale)
+                    if problem:
+                        reason, message = problem
+                        return replace(
+                            base,
+                            status=Status.REJECTED,
+                            stage="time",
+                            message=f"{message} [{reason}]",
+                            correctness=correctness,
+                            timing=timing,
+                            artifacts=Artifacts(output_tail=_tail(child), reasons=(reason,)),
+                        )
                     return replace(
                         base,
                         status=Status.OK,
                         stage="done",
                         message="verified and timed",
                         correctness=correctness,
-                        timing=TimingStats(**event["timing"]),
+                        timing=timing,
                         artifacts=Artifacts(output_tail=_tail(child)),
                     )
         assert child.exit is not None
         return _exit_result(base, child.exit, correctness)
+
+
+def _timing_problem(timing: TimingStats, stale: str) -> tuple[str, str] | None:
+    """Cheating seen in the timed runs: stale outputs, or work the CUDA events did not see."""
+    if stale:
+        return (
+            "timing:stale-output",
+            f"outputs of the timed runs (fresh inputs each run) are wrong: {stale}. "
+            "Compute every call's result; do not cache or skip work",
+        )
+    hidden = timing.host_p50_ms - timing.p50_ms
+    if timing.method == "cuda_events" and hidden > max(0.5 * timing.host_p50_ms, 0.1):
+        return (
+            "timing:hidden-work",
+            f"a run takes {timing.host_p50_ms:.3f} ms of wall clock but only "
+            f"{timing.p50_ms:.3f} ms on the timed stream: work runs where the timing "
+            "cannot see it (another stream?). Launch on the current stream",
+        )
+    return None
 
 
 def _tail(child: Child) -> str:
@@ -384,7 +483,7 @@ def _exit_result(base: EvalResult, exit: ChildExit, correctness: Any) -> EvalRes
         base,
         status=status,
         stage=exit.stage,
-        message=f"the candidate's process {describe}. {hint}",
+        message=f"the candidate's process ended without a result: {describe}. {hint}",
         correctness=correctness,
         artifacts=Artifacts(output_tail=exit.output),
     )

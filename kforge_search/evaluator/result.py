@@ -49,6 +49,7 @@ class TimingStats:
     p20_ms: float
     p50_ms: float
     p80_ms: float
+    host_p50_ms: float = 0.0  # CUDA: wall clock of a run incl. a device-wide synchronize
     meaningful: bool = True  # False for an interpreter (cpu-triton)
 
 
@@ -90,6 +91,7 @@ class EvalResult:
     timing: TimingStats | None = None
     baselines: tuple[Baseline, ...] = ()
     warnings: tuple[str, ...] = ()
+    generalizes: str = "unchecked"  # "yes" / "no": verified at the problem's unseen sizes
     duration_s: float = 0.0
 
     @property

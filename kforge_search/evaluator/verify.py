@@ -5,6 +5,7 @@ The outputs come from two different child processes; this module only compares t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,3 +109,36 @@ def compare_outputs(
         rtol=rtol,
     )
     return Comparison(correctness, first)
+
+
+def _close(expected: float, actual: float, atol: float, rtol: float) -> bool:
+    if math.isnan(expected) or math.isnan(actual):
+        return math.isnan(expected) and math.isnan(actual)
+    if math.isinf(expected) or math.isinf(actual):
+        return expected == actual
+    return abs(actual - expected) <= atol + rtol * abs(expected)
+
+
+def compare_fingerprints(
+    expected: list[list[dict[str, Any]]],
+    actual: list[list[dict[str, Any]]],
+    dtypes: list[str],
+    policy: NumericPolicy,
+) -> str:
+    """ "" when the timed runs' outputs match the reference's, else what differs."""
+    if len(actual) != len(expected):
+        return f"{len(actual)} timed runs were reported for {len(expected)} run"
+    for run, (exp_run, act_run) in enumerate(zip(expected, actual, strict=True)):
+        if len(act_run) != len(exp_run):
+            return f"timed run {run} returned {len(act_run)} outputs, expected {len(exp_run)}"
+        for index, (e, a) in enumerate(zip(exp_run, act_run, strict=True)):
+            atol, rtol = policy.tolerance(dtypes[index] if index < len(dtypes) else "float32")
+            pairs = list(zip(e["samples"], a["samples"], strict=False))
+            if len(pairs) != len(e["samples"]) or not all(
+                _close(ev, av, atol, rtol) for ev, av in pairs
+            ):
+                return f"timed run {run}: output {index} differs from the reference's"
+            if not _close(e["mean"], a["mean"], atol + rtol * e["mean_abs"] + 1e-6, 0.0):
+                got, want = a["mean"], e["mean"]
+                return f"timed run {run}: output {index} has mean {got:.6g}, expected {want:.6g}"
+    return ""

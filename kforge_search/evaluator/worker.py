@@ -12,15 +12,19 @@ import os
 import random
 import resource
 import sys
+import time
 import traceback
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import guards
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import Job
-from kforge_search.evaluator.timing import METHODS
+from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.problem import exec_problem
+
+FINGERPRINT_SAMPLES = 64
 
 
 class Channel:
@@ -36,15 +40,16 @@ class Channel:
     def stage(self, name: str) -> None:
         self.send("stage", stage=name)
 
-    def fail(self, status: str, message: str, **fields: Any) -> None:
-        self.send("fail", status=status, message=message, **fields)
-
 
 class CandidateFailure(Exception):
     def __init__(self, status: str, message: str, **fields: Any):
         super().__init__(message)
         self.status = status
         self.fields = fields
+
+
+def rejected(reason: str, message: str) -> CandidateFailure:
+    return CandidateFailure("REJECTED", f"{message} [{reason}]", reasons=[reason])
 
 
 def seed_everything(seed: int) -> None:
@@ -70,9 +75,27 @@ def to_device(value: Any, device: str) -> Any:
     return value
 
 
+def second_distribution(value: Any) -> Any:
+    """Inputs from another distribution (scaled and shifted floats): constant or degenerate
+    outputs that pass on one distribution fail here."""
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value * 4.0 + 0.5
+    return value
+
+
 def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
     seed_everything(job.trial_seed(trial))
-    return list(to_device(module.get_inputs(), job.device))
+    inputs = list(module.get_inputs())
+    if trial >= job.trials:
+        inputs = [second_distribution(x) for x in inputs]
+    return list(to_device(inputs, job.device))
+
+
+def timing_inputs(module: Any, job: Job, run: int) -> list[Any]:
+    seed_everything(job.timing_seed(run))
+    return list(to_device(list(module.get_inputs()), job.device))
 
 
 def synchronize(device: str) -> None:
@@ -82,19 +105,23 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def as_output_list(out: Any) -> list[Any]:
-    """Outputs as a list of plain dense tensors; anything else is rejected."""
+def as_output_list(out: Any, device: str) -> list[Any]:
+    """Outputs as a list of plain dense tensors on the platform's device, else rejected."""
     import torch
 
     items = list(out) if isinstance(out, list | tuple) else [out]
     for i, item in enumerate(items):
         if type(item) is not torch.Tensor or item.layout is not torch.strided:
-            raise CandidateFailure(
-                "REJECTED",
-                f"output {i} is a {type(item).__name__}"
-                + (f" with layout {item.layout}" if isinstance(item, torch.Tensor) else "")
-                + ": forward must return plain dense torch.Tensor values",
-                reasons=["dynamic:output-type"],
+            kind = type(item).__name__
+            layout = f" with layout {item.layout}" if isinstance(item, torch.Tensor) else ""
+            raise rejected(
+                "dynamic:output-type",
+                f"output {i} is a {kind}{layout}: forward must return plain dense torch.Tensor",
+            )
+        if item.device.type != torch.device(device).type:
+            raise rejected(
+                "dynamic:output-device",
+                f"output {i} is on {item.device}, not on the platform's device {device}",
             )
     return items
 
@@ -103,22 +130,34 @@ def same_values(a: Any, b: Any) -> bool:
     import torch
 
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return (
-            a.shape == b.shape
-            and a.dtype == b.dtype
-            and torch.equal(torch.nan_to_num(a), torch.nan_to_num(b))
-            and torch.equal(a.isnan(), b.isnan())
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        return torch.equal(a.isnan(), b.isnan()) and torch.equal(
+            torch.nan_to_num(a), torch.nan_to_num(b)
         )
     return True
 
 
-def run_forward(model: Any, inputs: list[Any], job: Job) -> list[Any]:
+def fingerprint(outputs: list[Any], seed: int) -> list[dict[str, Any]]:
+    """A cheap summary of outputs: sampled elements, mean and mean |x|."""
     import torch
 
-    with torch.no_grad():
-        out = model(*inputs)
-    synchronize(job.device)
-    return as_output_list(out)
+    prints = []
+    for out in outputs:
+        flat = out.detach().reshape(-1)
+        n = flat.numel()
+        gen = torch.Generator().manual_seed(seed)
+        idx = torch.randint(0, max(n, 1), (min(FINGERPRINT_SAMPLES, n),), generator=gen)
+        values = flat[idx.to(flat.device)].double()
+        whole = flat.double()
+        prints.append(
+            {
+                "samples": values.cpu().tolist(),
+                "mean": whole.mean().item() if n else 0.0,
+                "mean_abs": whole.abs().mean().item() if n else 0.0,
+            }
+        )
+    return prints
 
 
 def build_model(cls: type, module: Any, job: Job) -> Any:
@@ -127,53 +166,147 @@ def build_model(cls: type, module: Any, job: Job) -> Any:
     return cls(*init_inputs).to(job.device)
 
 
-def run_candidate(job: Job, channel: Channel) -> None:
+def poison_free_memory(device: str) -> None:
+    """On CUDA, fill memory the caching allocator will hand out next with NaN."""
     import torch
 
-    channel.stage("build")
-    module = exec_problem(job.problem)
-    cache_cpp_builds(Path(job.ext_cache))
-    try:
-        cls = load_candidate_class(job.candidate_path)
-        model = build_model(cls, module, job)
-    except BuildError as exc:
-        raise CandidateFailure(
-            "COMPILE_ERROR", str(exc), compile_log=exc.log, traceback=traceback.format_exc()
-        ) from exc
-    except Exception as exc:
-        raise CandidateFailure(
-            "COMPILE_ERROR",
-            f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}",
-            traceback=traceback.format_exc(),
-        ) from exc
+    if device.startswith("cuda"):
+        block = torch.empty(64 * 2**20, dtype=torch.float32, device=device)
+        block.fill_(float("nan"))
+        del block
 
-    channel.stage("verify")
-    trials = []
-    for trial in range(job.trials):
-        inputs = make_inputs(module, job, trial)
+
+class Guarded:
+    """The candidate's model with every defence around its forward calls."""
+
+    def __init__(
+        self, job: Job, model: Any, counter: guards.LaunchCounter, world: guards.WorldGuard
+    ):
+        self.job, self.model, self.counter, self.world = job, model, counter, world
+        self.integrity = guards.Integrity(guards.harness_targets())
+
+    def check_harness(self) -> None:
+        changed = self.integrity.changed()
+        if changed:
+            raise rejected(
+                "dynamic:harness-patched",
+                f"the candidate rebound functions the harness relies on: {', '.join(changed[:5])}",
+            )
+
+    def check_world(self) -> None:
+        if self.world.violations:
+            reason, what = self.world.violations[0]
+            raise rejected(reason, f"the candidate tried {what}: kernels must not touch the world")
+
+    def forward(self, inputs: list[Any], trial: int) -> list[Any]:
+        import torch
+
         originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        threads, sockets = guards.python_threads(), guards.open_sockets()
+        poison_free_memory(self.job.device)
+        self.counter.count = 0
+        recorder = guards.OpRecorder()
         try:
-            outputs = run_forward(model, inputs, job)
-        except CandidateFailure:
-            raise
+            with torch.no_grad(), recorder:
+                out = self.model(*inputs)
         except Exception as exc:
+            self.check_world()
             raise CandidateFailure(
                 "RUNTIME_ERROR",
                 f"forward raised {type(exc).__name__} in trial {trial}: {exc}",
                 traceback=traceback.format_exc(),
             ) from exc
+        launches = self.counter.count
+        outputs = as_output_list(out, self.job.device)
+        snapshot = [o.clone() for o in outputs]  # ordered after the forward's own stream only
+        synchronize(self.job.device)
+        time.sleep(0.02)
+        self.check_world()
+        if recorder.forbidden:
+            ops = ", ".join(f"aten.{k} x{v}" for k, v in sorted(recorder.forbidden.items()))
+            raise rejected(
+                "dynamic:torch-fallback",
+                f"forward ran PyTorch compute operators ({ops}): only allocation, views and "
+                "copies are allowed besides your own kernels",
+            )
+        if launches == 0:
+            raise rejected(
+                "dynamic:no-kernel-launch",
+                "forward launched none of the candidate's kernels: launch them",
+            )
+        if guards.python_threads() - threads:
+            raise rejected(
+                "dynamic:background-thread", "forward left a thread running after it returned"
+            )
+        if guards.child_processes():
+            raise rejected("dynamic:spawned-process", "forward left a process running")
+        if guards.open_sockets() > sockets:
+            raise rejected("sandbox:socket", "forward opened a socket")
+        if not all(same_values(a, b) for a, b in zip(outputs, snapshot, strict=True)):
+            raise rejected(
+                "dynamic:output-changed-after-return",
+                "outputs changed after forward returned: work ran on another stream or thread "
+                "without being waited for",
+            )
         mutated = [
             i
-            for i, (x, y) in enumerate(zip(inputs, originals, strict=False))
+            for i, (x, y) in enumerate(zip(inputs, originals, strict=True))
             if not same_values(x, y)
         ]
         if mutated:
-            raise CandidateFailure(
-                "REJECTED",
+            raise rejected(
+                "dynamic:input-mutated",
                 f"forward modified its input(s) {mutated}: inputs must be left unchanged",
-                reasons=["dynamic:input-mutated"],
             )
+        return outputs
+
+
+def load_guarded(job: Job, module: Any) -> Guarded:
+    counter = guards.LaunchCounter()
+    counter.install_triton()
+    cache_cpp_builds(Path(job.ext_cache), counter.wrap_extension)
+    world = guards.WorldGuard(job.writable)
+    world.install()
+    try:
+        cls = load_candidate_class(job.candidate_path)
+        model = build_model(cls, module, job)
+    except BuildError as exc:
+        world_failure(world)
+        raise CandidateFailure(
+            "COMPILE_ERROR", str(exc), compile_log=exc.log, traceback=traceback.format_exc()
+        ) from exc
+    except Exception as exc:
+        world_failure(world)
+        raise CandidateFailure(
+            "COMPILE_ERROR",
+            f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}",
+            traceback=traceback.format_exc(),
+        ) from exc
+    return Guarded(job, model, counter, world)
+
+
+def world_failure(world: guards.WorldGuard) -> None:
+    if world.violations:
+        reason, what = world.violations[0]
+        raise rejected(reason, f"the candidate tried {what} while being built")
+
+
+def run_candidate(job: Job, channel: Channel) -> None:
+    import torch
+
+    clocks = capture_clocks(job.device)
+    module = exec_problem(job.problem)
+    channel.stage("build")
+    guarded = load_guarded(job, module)
+    guarded.check_harness()
+    guarded.check_world()
+
+    channel.stage("verify")
+    trials = []
+    for trial in range(job.total_trials):
+        outputs = guarded.forward(make_inputs(module, job, trial), trial)
         trials.append([t.detach().to("cpu").clone() for t in outputs])
+    guarded.check_harness()
     torch.save(trials, job.outputs_path)
     del trials
     channel.send("verified")
@@ -181,27 +314,51 @@ def run_candidate(job: Job, channel: Channel) -> None:
         return
 
     channel.stage("time")
-    inputs = make_inputs(module, job, 0)
     try:
-        stats = time_model(model, inputs, job)
+        stats, prints = time_model(guarded.model, module, job, clocks, with_prints=True)
     except Exception as exc:
+        guarded.check_world()
         raise CandidateFailure(
             "RUNTIME_ERROR",
             f"forward raised {type(exc).__name__} while being timed: {exc}",
             traceback=traceback.format_exc(),
         ) from exc
-    channel.send("timing", timing=asdict(stats))
+    guarded.check_harness()
+    guarded.check_world()
+    channel.send("timing", timing=asdict(stats), fingerprints=prints)
 
 
-def time_model(model: Any, inputs: list[Any], job: Job) -> Any:
+def time_model(
+    model: Any, module: Any, job: Job, clocks: Clocks, with_prints: bool
+) -> tuple[Any, list[Any]]:
+    """Timed runs, each on fresh inputs copied into the same buffers outside the timed region;
+    the outputs of every timed run are fingerprinted for the parent to check."""
     import torch
+
+    buffers = timing_inputs(module, job, 0)
+    last: list[Any] = [None]
+    prints: list[Any] = []
+
+    def refresh(run: int) -> None:
+        for buffer, fresh in zip(buffers, timing_inputs(module, job, run), strict=True):
+            if isinstance(buffer, torch.Tensor):
+                buffer.copy_(fresh)
+
+    def record(run: int) -> None:
+        if with_prints:
+            out = last[0]
+            items = list(out) if isinstance(out, list | tuple) else [out]
+            prints.append(fingerprint(items, job.timing_seed(run)))
+
+    def call() -> None:
+        last[0] = model(*buffers)
 
     method = METHODS[job.timing_method]
     with torch.no_grad():
-        stats = method(lambda: model(*inputs), job.device, job.warmup, job.timed_runs)
+        stats = method(call, clocks, job.warmup, job.timed_runs, refresh, record)
     if not job.timing_meaningful:
-        stats = type(stats)(**{**asdict(stats), "meaningful": False})
-    return stats
+        stats = replace(stats, meaningful=False)
+    return stats, prints
 
 
 def run_reference(job: Job, channel: Channel) -> None:
@@ -210,11 +367,19 @@ def run_reference(job: Job, channel: Channel) -> None:
     channel.stage("reference")
     module = exec_problem(job.problem)
     model = build_model(module.Model, module, job)
+
+    def forward(inputs: list[Any]) -> list[Any]:
+        with torch.no_grad():
+            out = model(*inputs)
+        synchronize(job.device)
+        return list(out) if isinstance(out, list | tuple) else [out]
+
     trials = [
-        [t.detach().to("cpu").clone() for t in run_forward(model, make_inputs(module, job, i), job)]
-        for i in range(job.trials)
+        [t.detach().to("cpu").clone() for t in forward(make_inputs(module, job, i))]
+        for i in range(job.total_trials)
     ]
-    again = run_forward(build_model(module.Model, module, job), make_inputs(module, job, 0), job)
+    model = build_model(module.Model, module, job)
+    again = forward(make_inputs(module, job, 0))
     for first, second in zip(trials[0], again, strict=False):
         if not torch.allclose(first, second.to("cpu"), rtol=1e-5, atol=1e-6, equal_nan=True):
             raise CandidateFailure(
@@ -223,31 +388,41 @@ def run_reference(job: Job, channel: Channel) -> None:
                 "differ. Seed or remove the randomness in Model.forward (e.g. dropout), "
                 "or use deterministic ops.",
             )
-    warnings = []
+    warnings = degeneracy_warnings(trials)
+    prints = [
+        fingerprint(forward(timing_inputs(module, job, run)), job.timing_seed(run))
+        for run in range(job.timed_runs)
+    ]
+    torch.save(trials, job.outputs_path)
+    channel.send("reference", warnings=warnings, fingerprints=prints)
+
+
+def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:
+    import torch
+
     if len(trials) > 1 and all(
         torch.equal(a, b) for a, b in zip(trials[0], trials[1], strict=True)
     ):
-        warnings.append(
+        return [
             "degenerate problem: the reference output does not depend on its inputs "
             "(two different input seeds gave identical outputs)"
-        )
-    elif any(t.numel() > 1 and bool((t == t.flatten()[0]).all()) for t in trials[0]):
-        warnings.append("degenerate problem: a reference output is constant")
-    torch.save(trials, job.outputs_path)
-    channel.send("reference", warnings=warnings)
+        ]
+    if any(t.numel() > 1 and bool((t == t.flatten()[0]).all()) for t in trials[0]):
+        return ["degenerate problem: a reference output is constant"]
+    return []
 
 
 def run_baselines(job: Job, channel: Channel) -> None:
     import torch
 
+    clocks = capture_clocks(job.device)
     module = exec_problem(job.problem)
-    inputs = make_inputs(module, job, 0)
     for kind in job.baseline_kinds:
         channel.stage(f"baseline-{kind}")
         model = build_model(module.Model, module, job)
         fn = torch.compile(model) if kind == "compile" else model
         try:
-            stats = time_model(fn, inputs, job)
+            stats, _ = time_model(fn, module, job, clocks, with_prints=False)
         except Exception as exc:
             channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
             continue
@@ -267,6 +442,8 @@ def limit_memory(job: Job) -> None:
 def main(argv: list[str]) -> int:
     job = Job.load(argv[1])
     channel = Channel(int(argv[2]))
+    if job.mode == "candidate":
+        guards.drop_privileges()
     limit_memory(job)
     channel.stage("setup")
     import torch
@@ -279,7 +456,7 @@ def main(argv: list[str]) -> int:
     try:
         MODES[job.mode](job, channel)
     except CandidateFailure as failure:
-        channel.fail(failure.status, str(failure), **failure.fields)
+        channel.send("fail", status=failure.status, message=str(failure), **failure.fields)
     channel.send("done")
     return 0
 

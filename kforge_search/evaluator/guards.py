@@ -1,0 +1,254 @@
+"""Defences that run inside the candidate's process (see docs/evaluator.md, threat model).
+
+Each guard records what it saw; worker.py turns findings into REJECTED with a named reason.
+They are installed before the candidate is imported.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+# aten operators a candidate's forward may dispatch besides its own kernels: allocation,
+# views and copies (and metadata queries). Everything else is torch doing the work.
+ALLOWED_OPS = frozenset(
+    {
+        # allocation
+        "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros",
+        "zeros_like", "new_zeros", "zero_", "fill_", "full", "full_like", "ones", "ones_like",
+        "new_ones", "new_full", "scalar_tensor", "resize_", "set_",
+        # views and layout
+        "view", "_unsafe_view", "reshape", "as_strided", "t", "transpose", "permute", "expand",
+        "expand_as", "squeeze", "unsqueeze", "slice", "select", "alias", "detach", "narrow",
+        "unbind", "split", "split_with_sizes", "chunk", "flatten", "unflatten", "view_as",
+        "contiguous", "movedim", "_reshape_alias", "lift_fresh", "unfold",
+        # copies and moves
+        "copy_", "clone", "_to_copy", "to", "_copy_from", "_copy_from_and_resize",
+        # metadata
+        "size", "stride", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+        "is_contiguous", "numel", "dim", "is_same_size", "_local_scalar_dense", "item",
+    }
+)  # fmt: skip
+
+# Programs the toolchains run on their own (compilers, linkers, loaders); nothing else.
+ALLOWED_PROGRAMS = frozenset(
+    {
+        "ninja", "c++", "g++", "gcc", "cc", "clang", "clang++", "nvcc", "ptxas", "cuobjdump",
+        "nvdisasm", "fatbinary", "nvlink", "cicc", "ld", "as", "ldconfig", "which", "uname",
+        "x86_64-linux-gnu-gcc", "x86_64-linux-gnu-g++",
+    }
+)  # fmt: skip
+
+
+class OpRecorder:
+    """A TorchDispatchMode that records aten operators outside ALLOWED_OPS."""
+
+    def __new__(cls, allowed: Iterable[str] = ()) -> Any:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        allow = ALLOWED_OPS | frozenset(allowed)
+
+        class _Recorder(TorchDispatchMode):
+            def __init__(self) -> None:
+                super().__init__()
+                self.forbidden: dict[str, int] = {}
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+                name = func.overloadpacket.__name__
+                if name not in allow:
+                    self.forbidden[name] = self.forbidden.get(name, 0) + 1
+                return func(*args, **(kwargs or {}))
+
+        return _Recorder()
+
+
+class LaunchCounter:
+    """Counts kernel launches: Triton kernels (compiled or interpreted) and calls into
+    C++/CUDA extensions built by load_inline."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def _counting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        counter = self
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            counter.count += 1
+            return fn(*args, **kwargs)
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        return wrapper
+
+    def install_triton(self) -> None:
+        try:
+            from triton.runtime import jit
+        except ImportError:
+            return
+        jit.JITFunction.run = self._counting(jit.JITFunction.run)
+        try:
+            from triton.runtime import interpreter
+        except ImportError:
+            return
+        interpreter.InterpretedFunction.run = self._counting(interpreter.InterpretedFunction.run)
+
+    def wrap_extension(self, module: Any, functions: Iterable[str] | None) -> Any:
+        names = list(functions) if functions else [n for n in dir(module) if not n.startswith("_")]
+        for name in names:
+            fn = getattr(module, name, None)
+            if callable(fn):
+                setattr(module, name, self._counting(fn))
+        return module
+
+
+def _lookup(obj: Any, attr: str) -> Any:
+    return obj.get(attr) if isinstance(obj, dict) else getattr(obj, attr, None)
+
+
+class Integrity:
+    """Identities of the functions timing and verification rely on; any rebinding is found."""
+
+    def __init__(self, targets: Iterable[tuple[str, Any, str]]):
+        self._targets = list(targets)
+        self._ids = {label: id(_lookup(obj, attr)) for label, obj, attr in self._targets}
+
+    def changed(self) -> list[str]:
+        return [
+            label
+            for label, obj, attr in self._targets
+            if id(_lookup(obj, attr)) != self._ids[label]
+        ]
+
+
+def harness_targets() -> list[tuple[str, Any, str]]:
+    """What a candidate must not rebind: clocks, CUDA timing, and the evaluator's modules."""
+    import time
+
+    import torch
+
+    from kforge_search.evaluator import build, timing, worker
+
+    targets = [(f"time.{n}", time, n) for n in ("perf_counter", "perf_counter_ns", "monotonic")]
+    targets += [(f"torch.{n}", torch, n) for n in ("equal", "save", "allclose", "no_grad")]
+    targets += [(f"torch.Tensor.{n}", torch.Tensor, n) for n in ("clone", "to", "copy_")]
+    targets += [("threading.enumerate", threading, "enumerate")]
+    if torch.cuda.is_available():
+        targets += [("torch.cuda.synchronize", torch.cuda, "synchronize")]
+        targets += [("torch.cuda.Event", torch.cuda, "Event")]
+        targets += [
+            (f"torch.cuda.Event.{n}", torch.cuda.Event, n)
+            for n in ("record", "elapsed_time", "synchronize")
+        ]
+    for module in (build, sys.modules[__name__], timing, worker):
+        for name, value in vars(module).items():
+            if callable(value) and getattr(value, "__module__", "") == module.__name__:
+                targets.append((f"{module.__name__}.{name}", module, name))
+    targets += [(f"timing.METHODS[{k}]", timing.METHODS, k) for k in timing.METHODS]
+    return targets
+
+
+class WorldGuard:
+    """A Python audit hook: no writes outside allowed folders, no sockets, no programs other
+    than the toolchain's. Violations are recorded and the operation is refused. Audit hooks
+    cannot be removed once added; native code is checked separately (processes, sockets)."""
+
+    def __init__(self, writable: Iterable[str | Path]):
+        self.writable = tuple(str(Path(p).resolve()) for p in writable)
+        self.violations: list[tuple[str, str]] = []
+
+    def _deny(self, reason: str, what: str) -> None:
+        self.violations.append((reason, what))
+        raise PermissionError(f"kforge sandbox: {what} is not allowed ({reason})")
+
+    def _write_ok(self, path: Any) -> bool:
+        if isinstance(path, int):
+            return True  # an already-open descriptor
+        try:
+            resolved = os.path.realpath(os.fsdecode(path))
+        except (TypeError, ValueError):
+            return False
+        if resolved in ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random"):
+            return True
+        return any(resolved == root or resolved.startswith(root + os.sep) for root in self.writable)
+
+    def hook(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = ((*tuple(args), None, None, 0))[:3]
+            writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+                isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT)
+            )
+            if writing and not self._write_ok(path):
+                self._deny("sandbox:write-outside", f"writing {path}")
+        elif event in {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "shutil.rmtree"}:
+            if args and not self._write_ok(args[0]):
+                self._deny("sandbox:write-outside", f"{event} {args[0]}")
+        elif event in {"socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo"}:
+            self._deny("sandbox:socket", f"{event}")
+        elif event in {"subprocess.Popen", "os.posix_spawn", "os.exec"}:
+            program = os.path.basename(os.fsdecode(args[0])) if args and args[0] else "?"
+            if program not in ALLOWED_PROGRAMS:
+                self._deny("sandbox:subprocess", f"running {program}")
+        elif event in {"os.system", "os.fork", "os.forkpty", "os.spawn", "pty.spawn"}:
+            self._deny("sandbox:subprocess", f"{event}")
+
+    def install(self) -> None:
+        sys.addaudithook(self.hook)
+
+
+def python_threads() -> set[int]:
+    return {t.ident or 0 for t in threading.enumerate() if t.is_alive()}
+
+
+def child_processes() -> list[int]:
+    """Processes whose parent is this process (compilers included, if still running)."""
+    me = str(os.getpid())
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[1] == me:
+                    found.append(int(entry))
+        except (OSError, IndexError):
+            continue
+    return found
+
+
+def open_sockets() -> int:
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("socket:"):
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def drop_privileges() -> None:
+    """No capabilities (even as root) and no new privileges for this process and its
+    children: with the parent undumpable, its memory cannot be read from here."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return
+    pr_capbset_drop, pr_set_no_new_privs = 24, 38
+    for cap in range(64):
+        libc.prctl(pr_capbset_drop, cap, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint32) for n in ("effective", "permitted", "inheritable")]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    libc.capset(ctypes.byref(header), data)
+    libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0)
