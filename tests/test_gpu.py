@@ -72,3 +72,39 @@ def test_cuda_fault_is_a_runtime_error_and_the_next_candidate_works(evaluator, t
         EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
     )
     assert honest.status is Status.OK
+
+
+SPIN = """
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+@triton.jit
+def spin(flag_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    value = tl.load(flag_ptr, volatile=True)
+    while value == 0.0:  # the flag is never set: the kernel never ends
+        value = tl.load(flag_ptr, volatile=True)
+    tl.store(out_ptr + offs, value, mask=offs < n)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        flag = torch.zeros(1, device=x.device)
+        spin[(triton.cdiv(x.numel(), 256),)](flag, out, x.numel(), BLOCK=256)
+        return out
+"""
+
+
+def test_gpu_kernel_that_never_ends_times_out_and_the_gpu_recovers(tmp_path):
+    evaluator = Evaluator(EvalConfig(baselines=(), verify_timeout_s=30, check_unseen=False))
+    path = tmp_path / "spin.py"
+    path.write_text(SPIN)
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    result = evaluator.evaluate(path, problem, get_platform("cuda-triton"))
+    assert result.status is Status.TIMEOUT and result.stage == "verify", result.message
+    honest = evaluator.evaluate(
+        EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
+    )
+    assert honest.status is Status.OK, honest.message

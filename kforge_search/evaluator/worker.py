@@ -211,9 +211,10 @@ class Guarded:
                 out = self.model(*inputs)
         except Exception as exc:
             self.check_world()
+            detail = str(exc) or f"over the memory limit of {self.job.memory_limit_mb} MiB"
             raise CandidateFailure(
                 "RUNTIME_ERROR",
-                f"forward raised {type(exc).__name__} in trial {trial}: {exc}",
+                f"forward raised {type(exc).__name__} in trial {trial}: {detail}",
                 traceback=traceback.format_exc(),
             ) from exc
         launches = self.counter.count
