@@ -37,6 +37,8 @@ def format_report(r: EvalResult) -> str:
             f"verify:    {c.trials_passed}/{c.trials_run} trials passed, max abs err "
             f"{c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}"
         )
+    if r.generalizes != "unchecked":
+        lines.append(f"unseen:    generalizes to the problem's unseen sizes: {r.generalizes}")
     if r.timing:
         lines.append(f"time:      {_timing(r.timing)}")
     for b in r.baselines:
