@@ -161,6 +161,8 @@ def eval_records(
             f"{result.candidate_hash}: pass the source that was evaluated"
         )
     hw = hardware or hardware_record(result)
+    if generalizes is None:  # the evaluator's own unseen-size check, where it ran
+        generalizes = {"yes": True, "no": False}.get(result.generalizes)
     sizes = _json(dict(result.sizes))
     timing = result.timing
     peaks = _peaks(hw)
