@@ -28,6 +28,8 @@ ALLOWED_OPS = frozenset(
         "contiguous", "movedim", "_reshape_alias", "lift_fresh", "unfold",
         # copies and moves
         "copy_", "clone", "_to_copy", "to", "_copy_from", "_copy_from_and_resize",
+        # stream bookkeeping
+        "record_stream",
         # metadata
         "size", "stride", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
         "is_contiguous", "numel", "dim", "is_same_size", "_local_scalar_dense", "item",
@@ -39,7 +41,7 @@ ALLOWED_PROGRAMS = frozenset(
     {
         "ninja", "c++", "g++", "gcc", "cc", "clang", "clang++", "nvcc", "ptxas", "cuobjdump",
         "nvdisasm", "fatbinary", "nvlink", "cicc", "ld", "as", "ldconfig", "which", "uname",
-        "x86_64-linux-gnu-gcc", "x86_64-linux-gnu-g++",
+        "x86_64-linux-gnu-gcc", "x86_64-linux-gnu-g++", "file",
     }
 )  # fmt: skip
 
@@ -158,6 +160,7 @@ class WorldGuard:
     def __init__(self, writable: Iterable[str | Path]):
         self.writable = tuple(str(Path(p).resolve()) for p in writable)
         self.violations: list[tuple[str, str]] = []
+        self.spawns = 0  # programs started through Python (allowed ones)
 
     def _deny(self, reason: str, what: str) -> None:
         self.violations.append((reason, what))
@@ -191,11 +194,20 @@ class WorldGuard:
             program = os.path.basename(os.fsdecode(args[0])) if args and args[0] else "?"
             if program not in ALLOWED_PROGRAMS:
                 self._deny("sandbox:subprocess", f"running {program}")
+            self.spawns += 1
         elif event in {"os.system", "os.fork", "os.forkpty", "os.spawn", "pty.spawn"}:
             self._deny("sandbox:subprocess", f"{event}")
 
     def install(self) -> None:
         sys.addaudithook(self.hook)
+
+
+def reaped_children_activity() -> int:
+    """Page faults of terminated, reaped children: grows whenever a child process ran."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_minflt + usage.ru_majflt
 
 
 def python_threads() -> set[int]:

@@ -180,10 +180,15 @@ class Guarded:
     """The candidate's model with every defence around its forward calls."""
 
     def __init__(
-        self, job: Job, model: Any, counter: guards.LaunchCounter, world: guards.WorldGuard
+        self,
+        job: Job,
+        model: Any,
+        counter: guards.LaunchCounter,
+        world: guards.WorldGuard,
+        integrity: guards.Integrity,
     ):
-        self.job, self.model, self.counter, self.world = job, model, counter, world
-        self.integrity = guards.Integrity(guards.harness_targets())
+        self.job, self.model, self.counter = job, model, counter
+        self.world, self.integrity = world, integrity
 
     def check_harness(self) -> None:
         changed = self.integrity.changed()
@@ -203,6 +208,7 @@ class Guarded:
 
         originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         threads, sockets = guards.python_threads(), guards.open_sockets()
+        reaped, spawns = guards.reaped_children_activity(), self.world.spawns
         poison_free_memory(self.job.device)
         self.counter.count = 0
         recorder = guards.OpRecorder()
@@ -239,8 +245,11 @@ class Guarded:
             raise rejected(
                 "dynamic:background-thread", "forward left a thread running after it returned"
             )
-        if guards.child_processes():
-            raise rejected("dynamic:spawned-process", "forward left a process running")
+        native_spawn = guards.reaped_children_activity() > reaped and self.world.spawns == spawns
+        if guards.child_processes() or native_spawn:
+            raise rejected(
+                "dynamic:spawned-process", "forward started a process (from native code?)"
+            )
         if guards.open_sockets() > sockets:
             raise rejected("sandbox:socket", "forward opened a socket")
         if not all(same_values(a, b) for a, b in zip(outputs, snapshot, strict=True)):
@@ -263,6 +272,7 @@ class Guarded:
 
 
 def load_guarded(job: Job, module: Any) -> Guarded:
+    integrity = guards.Integrity(guards.harness_targets())  # before any candidate code runs
     counter = guards.LaunchCounter()
     counter.install_triton()
     cache_cpp_builds(Path(job.ext_cache), counter.wrap_extension)
@@ -283,7 +293,7 @@ def load_guarded(job: Job, module: Any) -> Guarded:
             f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}",
             traceback=traceback.format_exc(),
         ) from exc
-    return Guarded(job, model, counter, world)
+    return Guarded(job, model, counter, world, integrity)
 
 
 def world_failure(world: guards.WorldGuard) -> None:
