@@ -37,3 +37,4 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     assert result.timing.meaningful == (platform == "cpu-cpp")
     assert result.timing.runs == (50 if platform == "cpu-cpp" else 5)
     assert result.generalizes == "yes"  # verified again at the problem's unseen sizes
+    assert result.artifacts.reasons == ()
