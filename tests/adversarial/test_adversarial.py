@@ -9,7 +9,6 @@ source, so the suite builds one extension. GPU-only cases carry the gpu mark.
 from __future__ import annotations
 
 import ast
-import os
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -17,6 +16,7 @@ from typing import NamedTuple
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.evaluator.guards import child_processes
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.conftest import EXAMPLES
@@ -152,17 +152,7 @@ def _evaluate(evaluators, path: Path, platform: str, problem: str, size_set="ci"
 
 
 def _children() -> set[int]:
-    me = str(os.getpid())
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[1] == me:
-                        found.add(int(entry))
-            except (OSError, IndexError):
-                continue
-    return found
+    return set(child_processes())
 
 
 @pytest.mark.parametrize("case", [_param(c) for c in CASES])

@@ -3,12 +3,12 @@ the evaluator keeps working after many in a row, and no process is left behind."
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.evaluator.guards import child_processes
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.conftest import EXAMPLES
@@ -97,17 +97,7 @@ def evaluator() -> Evaluator:
 
 
 def _children() -> set[int]:
-    me = str(os.getpid())
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[1] == me:
-                        found.add(int(entry))
-            except OSError:
-                continue
-    return found
+    return set(child_processes())
 
 
 def _write(tmp_path, name, before, inside):
