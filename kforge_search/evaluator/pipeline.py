@@ -116,8 +116,11 @@ class Evaluator:
         make_undumpable()
 
     # -- children -------------------------------------------------------------------------
+    def _timed_runs(self, platform: Platform) -> int:
+        return self.config.timed_runs if platform.timing_meaningful else 5
+
     def _job(self, mode: str, problem: Problem, platform: Platform, work: Path, **kw: Any) -> Job:
-        timed_runs = self.config.timed_runs if platform.timing_meaningful else 5
+        timed_runs = self._timed_runs(platform)
         return Job(
             mode=mode,
             problem=problem,
@@ -153,7 +156,7 @@ class Evaluator:
 
     # -- reference ------------------------------------------------------------------------
     def reference(self, problem: Problem, platform: Platform) -> Reference:
-        runs = self._job("reference", problem, platform, Path()).timed_runs
+        runs = self._timed_runs(platform)
         key = f"{problem.id}|{problem.sizes_key}|{platform.device_kind}|{self.config.seed}|{runs}"
         if key in self._references:
             self._references.move_to_end(key)
