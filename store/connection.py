@@ -30,6 +30,9 @@ class StoreLockedError(StoreError):
             "read through the search's writer or query an export (`kforge db export`)."
         )
 
+    def __reduce__(self) -> tuple[type, tuple[Path, str, int | None]]:
+        return (StoreLockedError, (self.path, self.holder, self.pid))  # picklable across Ray
+
 
 class StoreMissingError(StoreError):
     """Reading a database that does not exist."""

@@ -1,0 +1,32 @@
+"""An evaluator as a Ray actor: a thin shell over `kforge_search.evaluator.Evaluator`.
+
+One actor evaluates one candidate at a time (each in killable child processes, as the
+evaluator always does) and keeps the evaluator's in-memory reference outputs between calls.
+It is not restarted by Ray and Ray does not retry its calls: `EvaluatorPool` owns the one
+retry, so a candidate that kills its evaluator is retried once, not forever.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ray
+
+from kforge_search.evaluator import EvalConfig, EvalResult, Evaluator
+from kforge_search.platforms import get_platform
+from kforge_search.problem import Problem
+
+
+@ray.remote(max_restarts=0, max_task_retries=0)
+class EvaluatorActor:
+    """Evaluates candidate sources on this node's device."""
+
+    def __init__(self, config: EvalConfig | None = None):
+        self._evaluator = Evaluator(config)
+
+    def ping(self) -> int:
+        """The actor's process id, once it is up."""
+        return os.getpid()
+
+    def evaluate(self, source: str, problem: Problem, platform_name: str) -> EvalResult:
+        return self._evaluator.evaluate_source(source, problem, get_platform(platform_name))

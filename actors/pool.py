@@ -1,0 +1,232 @@
+"""A pool of evaluator actors for one platform: a plain class that owns the actors.
+
+Requests queue here and go to idle actors (one candidate per actor at a time); `poll`
+collects finished evaluations with `ray.wait`. When an actor dies mid-candidate (killed,
+its node lost, out of memory), it is replaced by a new actor and the candidate is tried
+once more; a second death gives an INFRA_ERROR result (not the candidate's verdict) and the
+search goes on. Errors raised inside the evaluator give an INFRA_ERROR at once: they would
+recur.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+
+import ray
+from ray.actor import ActorHandle
+from ray.exceptions import GetTimeoutError, RayError, RayTaskError
+
+from kforge_search.actors.evaluator import EvaluatorActor
+from kforge_search.actors.resources import ResourceError, evaluator_options
+from kforge_search.evaluator import EvalConfig, EvalResult, Status
+from kforge_search.platforms import Platform, get_platform
+from kforge_search.problem import Problem, source_hash
+
+MAX_ATTEMPTS = 2  # the first try and one retry on a new actor
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """One candidate to evaluate; `key` is the caller's name for it (unique while pending)."""
+
+    key: str
+    source: str
+    problem: Problem
+
+
+@dataclass(frozen=True)
+class EvalOutcome:
+    request: EvalRequest
+    result: EvalResult
+    attempts: int  # 2 when the first actor died mid-candidate
+
+
+@dataclass(frozen=True)
+class _Running:
+    slot: int
+    request: EvalRequest
+    attempt: int
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+class EvaluatorPool:
+    """`size` evaluator actors of one platform, with Ray resources from the platform."""
+
+    def __init__(
+        self,
+        platform: Platform | str,
+        size: int = 1,
+        config: EvalConfig | None = None,
+        *,
+        autoscaling: bool = False,
+    ):
+        self.platform = get_platform(platform) if isinstance(platform, str) else platform
+        if not self.platform.runnable:
+            raise ValueError(f"platform {self.platform.name} is declared only; it cannot run")
+        self.config = config  # None: each actor's own defaults (memory limit of its node)
+        self.options = evaluator_options(
+            self.platform,
+            size,
+            ray.cluster_resources(),
+            ray.available_resources(),
+            autoscaling=autoscaling,
+        )
+        self._actors: list[ActorHandle] = [self._spawn() for _ in range(size)]
+        self._idle: deque[int] = deque(range(size))
+        self._queue: deque[tuple[EvalRequest, int]] = deque()
+        self._running: dict[ray.ObjectRef, _Running] = {}
+        self.retries = 0  # candidates sent again after their actor died
+        self.replaced = 0  # actors replaced
+
+    def _spawn(self) -> ActorHandle:
+        return EvaluatorActor.options(**self.options).remote(self.config)
+
+    # -- state ------------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return len(self._actors)
+
+    @property
+    def pending(self) -> int:
+        """Requests queued or being evaluated."""
+        return len(self._queue) + len(self._running)
+
+    @property
+    def idle(self) -> int:
+        """Actors with nothing to do: submit this many more to keep the pool busy."""
+        return max(0, len(self._idle) - len(self._queue))
+
+    def running(self) -> dict[str, ActorHandle]:
+        """The actor evaluating each running request, by request key."""
+        return {run.request.key: self._actors[run.slot] for run in self._running.values()}
+
+    def wait_ready(self, timeout_s: float = 120.0) -> list[int]:
+        """Wait until every actor is up (call before submitting); their process ids."""
+        try:
+            return ray.get([a.ping.remote() for a in self._actors], timeout=timeout_s)
+        except GetTimeoutError:
+            raise ResourceError(
+                f"{self.size} {self.platform.name} evaluator actors did not start in "
+                f"{timeout_s:g} s; each asks for {self.options}, the cluster has "
+                f"{ray.cluster_resources()} (free: {ray.available_resources()})"
+            ) from None
+
+    # -- work -------------------------------------------------------------------------------
+    def submit(self, request: EvalRequest) -> None:
+        keys = {r.key for r, _ in self._queue} | {run.request.key for run in self._running.values()}
+        if request.key in keys:
+            raise ValueError(f"request {request.key!r} is already pending: keys must be unique")
+        self._queue.append((request, 1))
+        self._dispatch()
+
+    def _dispatch(self) -> None:
+        while self._idle and self._queue:
+            slot = self._idle.popleft()
+            request, attempt = self._queue.popleft()
+            ref = self._actors[slot].evaluate.remote(
+                request.source, request.problem, self.platform.name
+            )
+            self._running[ref] = _Running(slot, request, attempt)
+
+    def poll(self, timeout_s: float | None = None) -> list[EvalOutcome]:
+        """Wait until at least one evaluation finished (or `timeout_s` passed) and return
+        every finished one; [] when nothing is pending or on timeout."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        done: list[EvalOutcome] = []
+        while self._running and not done:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _ = ray.wait(list(self._running), num_returns=1, timeout=left)
+            if not ready:
+                break
+            ready, _ = ray.wait(list(self._running), num_returns=len(self._running), timeout=0)
+            for ref in ready:
+                if (outcome := self._collect(ref)) is not None:
+                    done.append(outcome)
+            self._dispatch()
+        return done
+
+    def map(self, requests: Iterable[EvalRequest]) -> Iterator[EvalOutcome]:
+        """Evaluate all `requests`; outcomes in the order they finish."""
+        for request in requests:
+            self.submit(request)
+        while self.pending:
+            yield from self.poll()
+
+    def _collect(self, ref: ray.ObjectRef) -> EvalOutcome | None:
+        run = self._running.pop(ref)
+        try:
+            result = ray.get(ref)
+        except RayTaskError as exc:  # the evaluator raised: it would raise again
+            self._idle.append(run.slot)
+            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+            why = f"the evaluator raised {type(cause).__name__}: {_first_line(cause)}"
+            result = self._infra_error(run.request, why)
+        except RayError as exc:  # the actor died mid-candidate
+            self._replace(run.slot)
+            if run.attempt < MAX_ATTEMPTS:
+                self.retries += 1
+                self._queue.appendleft((run.request, run.attempt + 1))
+                return None
+            why = (
+                f"the evaluator actor died {run.attempt} times while evaluating this "
+                f"candidate (last: {type(exc).__name__}: {_first_line(exc)}); it was not "
+                "judged. A lost node, memory exhausted on the node, or a candidate that "
+                "brings down its evaluator's process"
+            )
+            result = self._infra_error(run.request, why)
+        else:
+            self._idle.append(run.slot)
+        return EvalOutcome(run.request, result, run.attempt)
+
+    def _replace(self, slot: int) -> None:
+        with contextlib.suppress(RayError, ValueError):
+            ray.kill(self._actors[slot], no_restart=True)
+        self._actors[slot] = self._spawn()
+        self.replaced += 1
+        self._idle.append(slot)
+
+    def _infra_error(self, request: EvalRequest, message: str) -> EvalResult:
+        problem = request.problem
+        return EvalResult(
+            status=Status.INFRA_ERROR,
+            message=message,
+            stage="actor",
+            problem_id=problem.id,
+            problem_name=problem.name,
+            platform=self.platform.name,
+            policy=(self.config or EvalConfig()).policy,
+            candidate_hash=source_hash(request.source, self.platform.name),
+            sizes=tuple(sorted(problem.sizes.items())),
+        )
+
+    # -- lifetime ---------------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Kill every actor; pending requests are dropped."""
+        for actor in self._actors:
+            with contextlib.suppress(RayError, ValueError):
+                ray.kill(actor, no_restart=True)
+        self._queue.clear()
+        self._running.clear()
+
+    def __enter__(self) -> EvaluatorPool:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.shutdown()
+
+
+__all__ = ["MAX_ATTEMPTS", "EvalOutcome", "EvalRequest", "EvaluatorPool", "ResourceError"]

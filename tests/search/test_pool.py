@@ -1,0 +1,101 @@
+"""The evaluator pool on a real local Ray cluster: results, and one retry on actor death."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import ray
+
+from kforge_search.actors.pool import EvalRequest, EvaluatorPool
+from kforge_search.evaluator import EvalConfig, Status
+from kforge_search.problem import resolve_problem
+from tests.conftest import BROKEN, EXAMPLES
+from tests.search.conftest import alive, worker_pids
+
+pytestmark = pytest.mark.usefixtures("ray_cluster")
+
+HONEST = (EXAMPLES / "triton" / "elementwise_chain.py").read_text()
+WRONG = (BROKEN / "triton" / "wrong_values.py").read_text()
+HANG = (BROKEN / "triton" / "python_hang.py").read_text()  # forward never returns
+# small sizes, no baselines or unseen sizes, and a short verify limit so a hang ends soon
+CONFIG = EvalConfig(baselines=(), check_unseen=False, verify_timeout_s=5.0)
+
+
+@pytest.fixture()
+def pool() -> Iterator[EvaluatorPool]:
+    """One CPU actor; shut down (its actor killed) after each test."""
+    with EvaluatorPool("cpu-triton", 1, CONFIG) as pool:
+        pool.wait_ready()
+        yield pool
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return resolve_problem("level1/10_elementwise_chain", size_set="ci")
+
+
+def _request(key: str, source: str, problem) -> EvalRequest:
+    return EvalRequest(key, source, problem)
+
+
+def _kill_when_running(pool: EvaluatorPool, key: str, before: set[int]) -> int:
+    """Wait until the candidate's process runs (a new one), then kill its actor."""
+    deadline = time.monotonic() + 60
+    while not (new := worker_pids() - before):
+        assert time.monotonic() < deadline, "the candidate never started"
+        time.sleep(0.1)
+    ray.kill(pool.running()[key])
+    return new.pop()
+
+
+def _gone(pid: int, within_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not alive(pid)
+
+
+def test_pool_evaluates_honest_and_broken_candidates(pool, problem):
+    assert pool.options["num_cpus"] == 1.0 and pool.options["num_gpus"] == 0
+    requests = [_request("honest", HONEST, problem), _request("wrong", WRONG, problem)]
+    outcomes = {o.request.key: o for o in pool.map(requests)}
+    assert outcomes["honest"].result.status is Status.OK, outcomes["honest"].result.message
+    assert outcomes["honest"].result.platform == "cpu-triton"
+    assert outcomes["wrong"].result.status is Status.INCORRECT
+    assert all(o.attempts == 1 for o in outcomes.values())
+    assert pool.pending == 0 and pool.idle == 1
+    pool.submit(_request("dup", HANG, problem))  # hangs until the pool is shut down
+    with pytest.raises(ValueError, match="already pending"):
+        pool.submit(_request("dup", HANG, problem))
+
+
+def test_an_actor_killed_mid_candidate_is_replaced_and_the_candidate_retried(pool, problem):
+    pool.submit(_request("hang", HANG, problem))
+    killed = _kill_when_running(pool, "hang", set())
+    outcomes = pool.poll(timeout_s=120)
+    assert [o.request.key for o in outcomes] == ["hang"]
+    outcome = outcomes[0]
+    assert outcome.attempts == 2 and pool.retries == 1 and pool.replaced == 1
+    # the retry ran to its real verdict: the evaluator's own time limit
+    assert outcome.result.status is Status.TIMEOUT and outcome.result.stage == "verify"
+    assert _gone(killed), "the killed actor's candidate process was left running"
+
+
+def test_a_second_death_is_an_infra_error_and_the_pool_goes_on(pool, problem):
+    pool.submit(_request("hang", HANG, problem))
+    first = _kill_when_running(pool, "hang", set())
+    while pool.retries == 0:  # poll sees the death and sends the candidate again
+        assert pool.poll(timeout_s=1) == []
+    second = _kill_when_running(pool, "hang", {first})
+    [outcome] = pool.poll(timeout_s=60)
+    assert outcome.attempts == 2 and pool.replaced == 2
+    result = outcome.result
+    assert result.status is Status.INFRA_ERROR and result.stage == "actor"
+    assert "died 2 times" in result.message and "ActorDiedError" in result.message
+    assert result.problem_id == problem.id and result.platform == "cpu-triton"
+    assert _gone(first) and _gone(second)
+
+    [after] = pool.map([_request("honest", HONEST, problem)])  # the search goes on
+    assert after.result.status is Status.OK and after.attempts == 1
