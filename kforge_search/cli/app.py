@@ -206,5 +206,14 @@ def platforms_cmd() -> None:
     console.print(table)
 
 
+def _register_bench() -> None:
+    from kforge_search.cli.bench import bench_cmd
+
+    app.command("bench")(bench_cmd)
+
+
+_register_bench()
+
+
 def main() -> None:
     app()

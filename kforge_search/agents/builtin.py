@@ -1,0 +1,192 @@
+"""The builtin agent: no LLM. It traces the reference, recognizes a GEMM (or a chain of GEMMs)
+and its tail, and writes fused kernels from templates; the genome is what it searches over.
+
+Its first draft (no parents) is the seed genome for the platform and policy; later drafts
+mutate the fastest verified parents (or cross two of them), never repeating a genome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from kforge_search.agents import genome as gen
+from kforge_search.agents.base import Context, Draft, Support
+from kforge_search.agents.convert import convert
+from kforge_search.agents.genome import CppGenome, Genome, TritonGenome
+from kforge_search.agents.ir import Unsupported
+from kforge_search.agents.plan import Plan, lower
+from kforge_search.agents.render_cpp import render_cpp
+from kforge_search.agents.render_triton import render_triton
+from kforge_search.agents.trace import trace_problem
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem
+
+LANGUAGES = ("triton", "cpp")
+
+
+def analyze(problem: Problem) -> Plan | Unsupported:
+    """The problem's kernel plan at its sizes, or what the synthesizer cannot express."""
+    traced = trace_problem(problem)
+    if isinstance(traced, Unsupported):
+        return traced
+    graph = convert(traced)
+    return graph if isinstance(graph, Unsupported) else lower(graph)
+
+
+def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
+    """Defaults tuned for an H100 (Triton) or a multi-core x86 CPU (C++)."""
+    if platform.language == "cpp":
+        return CppGenome()
+    precision = "tf32x3" if policy == "strict" else "tf32"
+    shapes = {
+        "tf32x3": dict(block_m=128, block_n=128, block_k=32, num_stages=3),
+        "tf32": dict(block_m=128, block_n=256, block_k=32, num_stages=3),
+    }[precision]
+    rows = max((b * m for b, m, _, _ in plan.graph.work.gemms), default=0)
+    cols = max((n for _, _, n, _ in plan.graph.work.gemms), default=0)
+    if rows <= 64:
+        shapes["block_m"] = 64
+    base = TritonGenome(precision=precision, **shapes)  # type: ignore[arg-type]
+    tiles = min(
+        -(-b * m // base.block_m) * -(-n // base.block_n) for b, m, n, _ in plan.graph.work.gemms
+    )
+    depth = max(k for _, _, _, k in plan.graph.work.gemms)
+    if tiles < 66 and depth >= 4096:
+        base = dataclasses.replace(
+            base, split_k=min(8, 1 << max(0, (132 // tiles).bit_length() - 1))
+        )
+    if cols >= 4096:
+        base = dataclasses.replace(base, pass_block=2048, pass_warps=8)
+    return gen.repair(base, policy)
+
+
+class BuiltinAgent:
+    name = "builtin"
+
+    def __init__(self, drafts_per_call: int = 1):
+        if drafts_per_call < 1:
+            raise ValueError(f"drafts_per_call={drafts_per_call}: needs >= 1")
+        self.drafts_per_call = drafts_per_call
+        self._plans: dict[tuple[str, str], Plan | Unsupported] = {}
+
+    def plan(self, problem: Problem) -> Plan | Unsupported:
+        key = (problem.id, problem.sizes_key)
+        if key not in self._plans:
+            self._plans[key] = analyze(problem)
+        return self._plans[key]
+
+    def supports(self, problem: Problem, platform: Platform) -> Support:
+        if platform.language not in LANGUAGES:
+            return Support(False, f"unsupported: platform {platform.name} (Triton and C++ only)")
+        plan = self.plan(problem)
+        if isinstance(plan, Unsupported):
+            return Support(False, plan.message)
+        return Support(True)
+
+    def synthesize(
+        self,
+        problem: Problem,
+        platform: Platform,
+        genome: Genome,
+        note: str,
+        parents: tuple[str, ...] = (),
+    ) -> Draft | Unsupported:
+        plan = self.plan(problem)
+        if isinstance(plan, Unsupported):
+            return plan
+        ops = ",".join(plan.graph.ops())
+        doc = (
+            f"{problem.name} on {platform.name}: written by kforge's builtin synthesizer "
+            f"(templates, no LLM).\n\nOps: {ops}.\n{describe_plan(plan, platform.language)}\n"
+            f"Genome: {gen.describe(genome)}.\nWhy this draft: {note}"
+        )
+        if isinstance(genome, CppGenome):
+            source = render_cpp(plan, genome, problem.source, doc)
+            precision = "ieee"
+        else:
+            source = render_triton(plan, genome, problem.source, doc)
+            precision = genome.precision
+        return Draft(source, platform.name, self.name, note, genome, precision, parents)
+
+    def propose(self, context: Context) -> list[Draft]:
+        if context.budget == 0 or not self.supports(context.problem, context.platform).ok:
+            return []
+        plan = self.plan(context.problem)
+        assert not isinstance(plan, Unsupported)
+        seed = seed_genome(plan, context.platform, context.policy)
+        tried = {p.draft.genome for p in context.parents}
+        rng = random.Random(f"{context.seed}:{len(context.parents)}")
+        wanted = min(context.budget, self.drafts_per_call)
+        drafts: list[Draft] = []
+        if seed not in tried:
+            drafts.append(
+                self._draft(context, seed, "the seed genome for this platform and policy")
+            )
+        for _ in range(50 * wanted):
+            if len(drafts) >= wanted:
+                break
+            genome, note, parents = self._variation(context, seed, rng)
+            if genome in tried or any(d.genome == genome for d in drafts):
+                continue
+            drafts.append(self._draft(context, genome, note, parents))
+        return drafts[:wanted]
+
+    def _draft(
+        self, context: Context, genome: Genome, note: str, parents: tuple[str, ...] = ()
+    ) -> Draft:
+        draft = self.synthesize(context.problem, context.platform, genome, note, parents)
+        assert isinstance(draft, Draft)
+        return draft
+
+    def _variation(
+        self, context: Context, seed: Genome, rng: random.Random
+    ) -> tuple[Genome, str, tuple[str, ...]]:
+        ranked = sorted(
+            (p for p in context.parents if p.p50_ms is not None and p.draft.genome is not None),
+            key=lambda p: p.p50_ms or 0.0,
+        )
+        ranked = [p for p in ranked if type(p.draft.genome) is type(seed)]
+        if len(ranked) >= 2 and rng.random() < 0.3:
+            a, b = ranked[0], ranked[rng.randrange(1, len(ranked))]
+            assert a.draft.genome is not None and b.draft.genome is not None
+            child = gen.crossover(a.draft.genome, b.draft.genome, context.policy, rng)
+            return child, f"crossover of {a.draft.id} and {b.draft.id}", (a.draft.id, b.draft.id)
+        if ranked:
+            best = ranked[0]
+            assert best.draft.genome is not None
+            child = gen.mutate(best.draft.genome, context.policy, rng, genes=rng.choice((1, 1, 2)))
+            changed = _diff(best.draft.genome, child)
+            return (
+                child,
+                f"mutant of the fastest verified draft {best.draft.id}: {changed}",
+                (best.draft.id,),
+            )
+        child = gen.mutate(seed, context.policy, rng, genes=2)
+        return child, f"no verified parent yet: the seed with {_diff(seed, child)}", ()
+
+
+def _diff(a: Genome, b: Genome) -> str:
+    changes = [
+        f"{f.name} {getattr(a, f.name)} -> {getattr(b, f.name)}"
+        for f in dataclasses.fields(a)
+        if getattr(a, f.name) != getattr(b, f.name)
+    ]
+    return ", ".join(changes) or "no change"
+
+
+def describe_plan(plan: Plan, language: str) -> str:
+    """Which kernels run, in words."""
+    parts = []
+    for st in plan.stages:
+        what = "blocked GEMM" + (" + pooling" if st.pool else "") + ", elementwise epilogue fused"
+        if st.tail:
+            stats = "per-segment row" if st.segmented else st.axis
+            where = "a second fused pass over the " + ("rows" if st.axis == "row" else "columns")
+            if language == "cpp":
+                where += " in the same call"
+            elif st.fusable:
+                where = f"the GEMM kernel when one tile spans the {st.axis}, else " + where
+            what += f"; {stats} statistics and what follows them in {where}"
+        parts.append(f"Stage {st.index}: {what}.")
+    return " ".join(parts)

@@ -1,0 +1,171 @@
+"""The tunable choices of a synthesized kernel, and the operators the search uses on them.
+
+A genome is a frozen dataclass per backend: `TritonGenome` (GPU tiles, warps, pipelining,
+split-K, dot precision, where the tail runs) and `CppGenome` (cache blocks, the work below
+which OpenMP stays off). `mutate` changes one gene to another admissible value; `crossover`
+takes each gene from either parent; both repair what the hardware cannot take.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from dataclasses import dataclass
+from typing import Any
+
+PRECISIONS = ("ieee", "tf32x3", "tf32", "bf16")
+# GEMM input precisions each numeric policy admits (fp32 accumulation always).
+POLICY_PRECISIONS = {"strict": ("ieee", "tf32x3"), "loose": ("ieee", "tf32x3", "tf32", "bf16")}
+PLACEMENTS = ("fused", "second_pass")
+SMEM_BYTES = 200 * 1024  # what the pipelined operand tiles may take (H100: 227 KiB per SM)
+
+
+def _pow2(value: int, low: int, high: int, name: str) -> None:
+    if value < low or value > high or value & (value - 1):
+        raise ValueError(f"{name}={value}: needs a power of two in [{low}, {high}]")
+
+
+@dataclass(frozen=True)
+class TritonGenome:
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 32
+    group_m: int = 8  # row-tiles walked together (L2 reuse)
+    num_warps: int = 8
+    num_stages: int = 3
+    split_k: int = 1  # K cut into this many slices, summed by the epilogue kernel
+    precision: str = "tf32x3"
+    placement: str = "fused"  # tail inside the GEMM when a tile spans the row, per call
+    weight_layout: str = "nk"  # "kn": a transposed copy of the weight, made once and cached
+    fuse_limit: int = 256  # the longest row (or column) a fused tile may span
+    pass_block: int = 1024  # elements per step of the second pass
+    pass_warps: int = 4
+
+    def __post_init__(self) -> None:
+        _pow2(self.block_m, 16, 256, "block_m")
+        _pow2(self.block_n, 16, 256, "block_n")
+        _pow2(self.block_k, 16, 128, "block_k")
+        _pow2(self.num_warps, 1, 16, "num_warps")
+        _pow2(self.split_k, 1, 16, "split_k")
+        _pow2(self.fuse_limit, 16, 1024, "fuse_limit")
+        _pow2(self.pass_block, 64, 8192, "pass_block")
+        _pow2(self.pass_warps, 1, 16, "pass_warps")
+        if not 1 <= self.group_m <= 64 or not 1 <= self.num_stages <= 8:
+            raise ValueError(f"group_m={self.group_m}, num_stages={self.num_stages}: 1-64, 1-8")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision={self.precision!r}: use one of {PRECISIONS}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement={self.placement!r}: use one of {PLACEMENTS}")
+        if self.weight_layout not in ("nk", "kn"):
+            raise ValueError(f"weight_layout={self.weight_layout!r}: use nk or kn")
+
+    @property
+    def smem_bytes(self) -> int:
+        width = 2 if self.precision == "bf16" else 4
+        return (self.block_m + self.block_n) * self.block_k * width * self.num_stages
+
+
+@dataclass(frozen=True)
+class CppGenome:
+    block_m: int = 64  # rows of x per tile
+    block_n: int = 64  # output columns per tile (a multiple of 16)
+    block_k: int = 256  # K block kept in cache
+    parallel_work: int = 1 << 21  # M*N*K below which the kernel stays on one thread
+    weight_layout: str = "kn"  # "kn": a transposed copy of the weight, made once and cached
+
+    def __post_init__(self) -> None:
+        if not 8 <= self.block_m <= 512:
+            raise ValueError(f"block_m={self.block_m}: needs 8..512")
+        if self.block_n % 16 or not 16 <= self.block_n <= 512:
+            raise ValueError(f"block_n={self.block_n}: needs a multiple of 16 in 16..512")
+        if not 16 <= self.block_k <= 4096:
+            raise ValueError(f"block_k={self.block_k}: needs 16..4096")
+        if self.parallel_work < 1:
+            raise ValueError(f"parallel_work={self.parallel_work}: needs >= 1")
+        if self.weight_layout not in ("nk", "kn"):
+            raise ValueError(f"weight_layout={self.weight_layout!r}: use nk or kn")
+
+
+Genome = TritonGenome | CppGenome
+
+TRITON_SPACE: dict[str, tuple[Any, ...]] = {
+    "block_m": (32, 64, 128, 256),
+    "block_n": (32, 64, 128, 256),
+    "block_k": (16, 32, 64, 128),
+    "group_m": (1, 4, 8, 16),
+    "num_warps": (4, 8),
+    "num_stages": (2, 3, 4, 5),
+    "split_k": (1, 2, 4, 8),
+    "placement": PLACEMENTS,
+    "weight_layout": ("nk", "kn"),
+    "fuse_limit": (64, 128, 256, 512),
+    "pass_block": (256, 512, 1024, 2048, 4096),
+    "pass_warps": (2, 4, 8),
+}
+CPP_SPACE: dict[str, tuple[Any, ...]] = {
+    "block_m": (16, 32, 48, 64, 96, 128),
+    "block_n": (32, 48, 64, 96, 128, 192, 256),
+    "block_k": (64, 128, 256, 384, 512),
+    "parallel_work": (1 << 17, 1 << 19, 1 << 21, 1 << 23),
+    "weight_layout": ("nk", "kn"),
+}
+
+
+def admissible_precisions(policy: str) -> tuple[str, ...]:
+    try:
+        return POLICY_PRECISIONS[policy]
+    except KeyError:
+        raise ValueError(f"unknown policy {policy!r}: use strict or loose") from None
+
+
+def space(genome: Genome, policy: str) -> dict[str, tuple[Any, ...]]:
+    if isinstance(genome, CppGenome):
+        return CPP_SPACE
+    return {**TRITON_SPACE, "precision": admissible_precisions(policy)}
+
+
+def repair(genome: Genome, policy: str) -> Genome:
+    """The nearest genome the policy and the hardware admit."""
+    if isinstance(genome, CppGenome):
+        return genome
+    allowed = admissible_precisions(policy)
+    if genome.precision not in allowed:
+        genome = dataclasses.replace(genome, precision=allowed[-1])
+    while genome.smem_bytes > SMEM_BYTES and genome.num_stages > 2:
+        genome = dataclasses.replace(genome, num_stages=genome.num_stages - 1)
+    while genome.smem_bytes > SMEM_BYTES and genome.block_k > 16:
+        genome = dataclasses.replace(genome, block_k=genome.block_k // 2)
+    if genome.block_m * genome.block_n >= 256 * 128 and genome.num_warps < 8:
+        genome = dataclasses.replace(genome, num_warps=8)
+    return genome
+
+
+def mutate(genome: Genome, policy: str, rng: random.Random, genes: int = 1) -> Genome:
+    """`genes` genes changed to other admissible values (then repaired)."""
+    options = space(genome, policy)
+    changes: dict[str, Any] = {}
+    for name in rng.sample(sorted(options), k=min(genes, len(options))):
+        others = [v for v in options[name] if v != getattr(genome, name)]
+        if others:
+            changes[name] = rng.choice(others)
+    return repair(dataclasses.replace(genome, **changes), policy)
+
+
+def crossover(a: Genome, b: Genome, policy: str, rng: random.Random) -> Genome:
+    """Each gene from `a` or `b` with equal chance (both of the same backend)."""
+    if type(a) is not type(b):
+        raise ValueError(f"crossover of a {type(a).__name__} and a {type(b).__name__}")
+    picks = {f.name: getattr(rng.choice((a, b)), f.name) for f in dataclasses.fields(a)}
+    return repair(type(a)(**picks), policy)
+
+
+def describe(genome: Genome) -> str:
+    """A short text of the genes, for notes and tables."""
+    defaults = type(genome)()
+    changed = [
+        f"{f.name}={getattr(genome, f.name)}"
+        for f in dataclasses.fields(genome)
+        if f.name in ("block_m", "block_n", "block_k", "precision")
+        or getattr(genome, f.name) != getattr(defaults, f.name)
+    ]
+    return " ".join(changed)

@@ -1,0 +1,204 @@
+"""The synthesizer's IR: a GEMM (or a chain of GEMMs) and its tail, as SSA nodes.
+
+Every tensor value lives in the row space of the GEMM output: `rows` (R, the flattened
+leading dims) by `cols` (the GEMM's N, or N // k after pooling). Its `Kind` says how it is
+indexed inside a kernel:
+
+- MAT     [R, cols]       the GEMM output and everything elementwise on it
+- ROW     [R]             a per-row statistic (sum, max, ... over the columns)
+- SEG     [R, G]          a per-row statistic over each of G contiguous column segments
+- COL     [cols]          a per-column vector (bias, scale, BatchNorm statistics)
+- SEGVEC  [G]             a per-segment vector (InstanceNorm's affine weight)
+- ONE     []              a one-element tensor
+Scalars are `Scalar` (a value, read at run time from a model attribute when it has a source)
+and `Size` (a size known only at run time: the column count, a segment length, the rows).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Kind(enum.StrEnum):
+    MAT = "mat"
+    ROW = "row"
+    SEG = "seg"
+    COL = "col"
+    SEGVEC = "segvec"
+    ONE = "one"
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """What the synthesizer cannot express, as `unsupported: <op>` plus why."""
+
+    op: str
+    why: str = ""
+
+    @property
+    def message(self) -> str:
+        return f"unsupported: {self.op}" + (f" ({self.why})" if self.why else "")
+
+
+class UnsupportedError(Exception):
+    """Raised inside the converter; turned into an `Unsupported` at its boundary."""
+
+    def __init__(self, op: str, why: str = ""):
+        super().__init__(f"unsupported: {op}" + (f" ({why})" if why else ""))
+        self.unsupported = Unsupported(op, why)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A Python number: `source` (e.g. "self.scaling_factor") is read at run time."""
+
+    value: float
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Size:
+    """A size known at run time: "cols" (columns of the space), "seg" (segment length),
+    "rows" (R); minus `minus` (the unbiased variance's n - 1)."""
+
+    name: str
+    minus: int = 0
+
+
+Arg = int | Scalar | Size  # an int is the id of another node
+
+
+@dataclass(frozen=True)
+class Load:
+    """A tensor the forward already has: an input (`x0`) or a parameter (`self.linear.weight`)."""
+
+    id: int
+    kind: Kind
+    tensor: str
+    space: int = 0  # the column space it is indexed in (0: GEMM columns, 1: pooled)
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """out[r, n] = sum_k a[r, k] * b[k, n]; `b_layout` "nk" when b is stored [N, K]."""
+
+    id: int
+    a: int | str  # a node id (a computed value) or an input expression such as "x0"
+    b: str  # a parameter or input expression
+    b_layout: str  # "nk" (nn.Linear weight) or "kn"
+    batched: bool = False  # a and b are [B, M, K] and [B, K, N] (bmm)
+    kind: Kind = Kind.MAT
+
+
+@dataclass(frozen=True)
+class Ew:
+    """An elementwise function (see ops.py) of nodes and scalars, with broadcasting."""
+
+    id: int
+    kind: Kind
+    fn: str
+    args: tuple[Arg, ...]
+    space: int = 0
+
+
+@dataclass(frozen=True)
+class Stat:
+    """sum / max / min over the columns of each row (axis "row", per segment when `groups`
+    is set) or over the rows of each column (axis "col")."""
+
+    id: int
+    kind: Kind
+    fn: str
+    x: int
+    axis: str
+    groups: Scalar | None = None
+    space: int = 0
+
+
+@dataclass(frozen=True)
+class Pool:
+    """Max or average pooling along the columns with kernel = stride = k (no padding)."""
+
+    id: int
+    fn: str  # "max" | "avg"
+    x: int
+    k: Scalar
+    kind: Kind = Kind.MAT
+    space: int = 1
+
+
+Node = Load | Gemm | Ew | Stat | Pool
+
+
+@dataclass(frozen=True)
+class Work:
+    """The work at the traced sizes, for the roofline: each GEMM's (batch, M, N, K), the
+    tail's operations (one per element per elementwise op or statistic) and the bytes that
+    must move at least (inputs, parameters and the output, float32, once each)."""
+
+    gemms: tuple[tuple[int, int, int, int], ...] = ()
+    tail_ops: float = 0.0
+    min_bytes: float = 0.0
+
+    @property
+    def gemm_flops(self) -> float:
+        return float(sum(2 * b * m * n * k for b, m, n, k in self.gemms))
+
+    @property
+    def flops(self) -> float:
+        return self.gemm_flops + self.tail_ops
+
+
+@dataclass(frozen=True)
+class Graph:
+    """The traced program: nodes in evaluation order and the output node with its dims.
+
+    `out_dims` are tokens of the output's shape: "L0", "L1", ... (leading dims of the first
+    GEMM's input), "C" (columns), "G" (segments), "S" (segment length) or the int 1.
+    """
+
+    nodes: tuple[Node, ...]
+    output: int
+    out_dims: tuple[str | int, ...]
+    n_lead: int  # number of leading dims
+    groups: Scalar | None = None  # the segment count of SEG values, when there are any
+    input_names: tuple[str, ...] = ()
+    work: Work = Work()
+
+    def node(self, node_id: int) -> Node:
+        return self.nodes[node_id]
+
+    def deps(self, node: Node) -> tuple[int, ...]:
+        if isinstance(node, Ew):
+            return tuple(a for a in node.args if isinstance(a, int))
+        if isinstance(node, Stat | Pool):
+            return (node.x,)
+        if isinstance(node, Gemm) and isinstance(node.a, int):
+            return (node.a,)
+        return ()
+
+    def users(self) -> dict[int, list[int]]:
+        found: dict[int, list[int]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for d in self.deps(n):
+                found[d].append(n.id)
+        return found
+
+    @property
+    def gemms(self) -> tuple[Gemm, ...]:
+        return tuple(n for n in self.nodes if isinstance(n, Gemm))
+
+    def ops(self) -> tuple[str, ...]:
+        """The op names in order, for notes and reports."""
+        names = []
+        for n in self.nodes:
+            if isinstance(n, Gemm):
+                names.append("gemm")
+            elif isinstance(n, Ew):
+                names.append(n.fn)
+            elif isinstance(n, Stat):
+                names.append(f"{n.axis}_{n.fn}")
+            elif isinstance(n, Pool):
+                names.append(f"{n.fn}_pool")
+        return tuple(names)

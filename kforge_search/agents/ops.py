@@ -1,0 +1,117 @@
+"""The elementwise functions and reductions the synthesizer emits, for Triton and C++.
+
+One table keeps both backends in step: a Triton expression over `{0}`, `{1}` (simple names:
+SSA values or scalars) and a C++ expression over `a`, `b` (floats) per function. The C++
+library is rendered from this table once, so every problem shares one build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    arity: int
+    triton: str
+    cpp: str
+    helpers: tuple[str, ...] = ()  # Triton helper functions the expression calls
+
+
+_T_TANH = "_kf_tanh"
+_T_SOFTPLUS = "_kf_softplus"
+_T_GELU_TANH = "_kf_gelu_tanh"
+_T_MISH = "_kf_mish"
+
+ELEMENTWISE: tuple[OpSpec, ...] = (
+    OpSpec("add", 2, "({0} + {1})", "a + b"),
+    OpSpec("sub", 2, "({0} - {1})", "a - b"),
+    OpSpec("mul", 2, "({0} * {1})", "a * b"),
+    OpSpec("div", 2, "({0} / {1})", "a / b"),
+    OpSpec("maximum", 2, "tl.maximum({0}, {1})", "a > b ? a : b"),
+    OpSpec("minimum", 2, "tl.minimum({0}, {1})", "a < b ? a : b"),
+    OpSpec("leaky_relu", 2, "tl.where({0} > 0.0, {0}, {0} * {1})", "a > 0.0f ? a : a * b"),
+    OpSpec("elu", 2, "tl.where({0} > 0.0, {0}, {1} * (tl.exp({0}) - 1.0))",
+           "a > 0.0f ? a : b * (kf_exp(a) - 1.0f)"),
+    OpSpec("neg", 1, "(-{0})", "-a"),
+    OpSpec("relu", 1, "tl.maximum({0}, 0.0)", "a > 0.0f ? a : 0.0f"),
+    OpSpec("sigmoid", 1, "tl.sigmoid({0})", "1.0f / (1.0f + kf_exp(-a))"),
+    OpSpec("tanh", 1, _T_TANH + "({0})", "kf_tanh(a)", (_T_TANH,)),
+    OpSpec("gelu", 1, "(0.5 * {0} * (1.0 + tl.math.erf({0} * 0.7071067811865476)))",
+           "0.5f * a * (1.0f + kf_erf(a * 0.70710678118654752f))"),
+    OpSpec("gelu_tanh", 1, _T_GELU_TANH + "({0})",
+           "0.5f * a * (1.0f + kf_tanh(0.7978845608028654f * (a + 0.044715f * a * a * a)))",
+           (_T_TANH, _T_GELU_TANH)),
+    OpSpec("silu", 1, "({0} * tl.sigmoid({0}))", "a / (1.0f + kf_exp(-a))"),
+    OpSpec("softplus", 1, _T_SOFTPLUS + "({0})", "kf_softplus(a)",
+           (_T_SOFTPLUS,)),
+    OpSpec("mish", 1, _T_MISH + "({0})", "kf_mish(a)", (_T_MISH,)),
+    OpSpec("exp", 1, "tl.exp({0})", "kf_exp(a)"),
+    OpSpec("log", 1, "tl.log({0})", "kf_log(a)"),
+    OpSpec("sqrt", 1, "tl.sqrt({0})", "std::sqrt(a)"),
+    OpSpec("rsqrt", 1, "(1.0 / tl.sqrt({0}))", "1.0f / std::sqrt(a)"),
+    OpSpec("abs", 1, "tl.abs({0})", "std::fabs(a)"),
+    OpSpec("square", 1, "({0} * {0})", "a * a"),
+    OpSpec("reciprocal", 1, "(1.0 / {0})", "1.0f / a"),
+    OpSpec("erf", 1, "tl.math.erf({0})", "kf_erf(a)"),
+    OpSpec("hardsigmoid", 1, "tl.minimum(tl.maximum({0} / 6.0 + 0.5, 0.0), 1.0)",
+           "std::fmin(std::fmax(a / 6.0f + 0.5f, 0.0f), 1.0f)"),
+    OpSpec("hardswish", 1, "({0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0)",
+           "a * std::fmin(std::fmax(a + 3.0f, 0.0f), 6.0f) / 6.0f"),
+)  # fmt: skip
+
+OPS: dict[str, OpSpec] = {op.name: op for op in ELEMENTWISE}
+
+# Triton helpers, emitted once into a candidate when an expression calls them.
+TRITON_HELPERS: dict[str, str] = {
+    _T_TANH: (
+        "@triton.jit\n"
+        "def _kf_tanh(x):\n"
+        "    # tanh from one exp, stable for large |x|\n"
+        "    t = tl.exp(-2.0 * tl.abs(x))\n"
+        "    y = (1.0 - t) / (1.0 + t)\n"
+        "    return tl.where(x >= 0.0, y, -y)\n"
+    ),
+    _T_SOFTPLUS: (
+        "@triton.jit\n"
+        "def _kf_softplus(x):\n"
+        "    # log(1 + exp(x)), linear above 20 as torch's softplus\n"
+        "    return tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))))\n"
+    ),
+    _T_MISH: (
+        "@triton.jit\n"
+        "def _kf_mish(x):\n"
+        "    # x * tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2): one exp\n"
+        "    e = tl.exp(tl.minimum(x, 20.0))\n"
+        "    n = e * (e + 2.0)\n"
+        "    return tl.where(x > 20.0, x, x * n / (n + 2.0))\n"
+    ),
+    _T_GELU_TANH: (
+        "@triton.jit\n"
+        "def _kf_gelu_tanh(x):\n"
+        "    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)\n"
+        "    return 0.5 * x * (1.0 + _kf_tanh(inner))\n"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ReduceSpec:
+    name: str
+    identity: str  # Triton literal
+    combine: str  # Triton expression of {0} (accumulator) and {1} (value)
+    finish: str  # Triton reduction function
+    cpp_code: int
+
+
+REDUCTIONS: dict[str, ReduceSpec] = {
+    "sum": ReduceSpec("sum", "0.0", "({0} + {1})", "tl.sum", 0),
+    "max": ReduceSpec("max", "float('-inf')", "tl.maximum({0}, {1})", "tl.max", 1),
+    "min": ReduceSpec("min", "float('inf')", "tl.minimum({0}, {1})", "tl.min", 2),
+}
+
+
+def cpp_opcode(name: str) -> int:
+    """The C++ library's code of an elementwise function (its index in ELEMENTWISE)."""
+    return next(i for i, op in enumerate(ELEMENTWISE) if op.name == name)

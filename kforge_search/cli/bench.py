@@ -1,0 +1,164 @@
+"""`kforge bench SUITE --platform P`: the builtin agent and a small genome search per problem,
+against eager and torch.compile. Registered in cli/app.py as `app.command("bench")(bench_cmd)`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def _problems(
+    suite: str, sizes: str | None, overrides: dict[str, Any], match: str | None
+) -> tuple[list[Any], list[str]]:
+    from kforge_search.problem import ProblemError, bundled_problems_dir, find_problems
+
+    root = Path(suite)
+    if not root.exists() and (bundled_problems_dir() / suite).exists():
+        root = bundled_problems_dir() / suite
+    problems, skipped = find_problems(root)
+    chosen = []
+    for p in problems:
+        if match and match not in p.name:
+            continue
+        try:
+            chosen.append(p.resized(sizes, overrides))
+        except ProblemError as exc:
+            skipped.append(f"{p.name}: {exc}")
+    return chosen, skipped
+
+
+def _peaks(platform: Any, device_name: str) -> Any:
+    from kforge_search.hardware import datasheet_peaks, measure_cpu_peaks
+    from kforge_search.paths import cache_dir
+
+    if not platform.timing_meaningful:
+        return None
+    if platform.device_kind == "cpu":
+        return measure_cpu_peaks(cache_dir() / "cpu_peaks.json")
+    return datasheet_peaks(device_name)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def _table(rows: list[Any]) -> Table:
+    table = Table(
+        "problem", "eager ms", "compile ms", "best ms", "speedup", "precision", "roofline", "status"
+    )
+    for r in rows:
+        status = "[green]OK[/]" if r.verified else f"[red]{r.status[:60]}[/]"
+        table.add_row(
+            r.problem,
+            _fmt(r.eager_ms, ".4f"),
+            _fmt(r.compile_ms, ".4f"),
+            _fmt(r.best_ms, ".4f"),
+            _fmt(r.speedup, ".2f") + ("x" if r.speedup else ""),
+            r.precision or "-",
+            _fmt(r.roofline, ".0%"),
+            status,
+        )
+    return table
+
+
+def bench_cmd(
+    suite: Annotated[str, typer.Argument(help="a problem file or directory, or a bundled suite")],
+    platform: Annotated[str, typer.Option("--platform", help="see `kforge platforms`")],
+    policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
+    budget: Annotated[
+        int, typer.Option(help="evaluations per problem: the seed and up to budget-1 mutants")
+    ] = 4,
+    out: Annotated[str, typer.Option(help="folder for bench.json, bench.csv, best/")] = "out/bench",
+    sizes: Annotated[
+        str | None, typer.Option("--sizes", help="a named size set of the problems (e.g. ci)")
+    ] = None,
+    overrides: Annotated[
+        list[str] | None, typer.Option("--set", help="override a constant, e.g. batch_size=8")
+    ] = None,
+    match: Annotated[
+        str | None, typer.Option(help="only problems whose name contains this")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of the genome search")] = 0,
+) -> None:
+    """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
+    from kforge_search.agents import BuiltinAgent
+    from kforge_search.agents.builtin import analyze
+    from kforge_search.agents.ir import Unsupported
+    from kforge_search.bench import bench_row, search_problem, summarize, write_outputs
+    from kforge_search.cli.app import fail, parse_overrides, platform_or_fail
+    from kforge_search.evaluator import EvalConfig, Evaluator
+
+    if budget < 1:
+        fail(f"--budget {budget}: needs at least 1 evaluation per problem")
+    plat = platform_or_fail(platform)
+    try:
+        evaluator = Evaluator(EvalConfig(policy=policy))
+    except ValueError as exc:
+        fail(str(exc))
+    problems, skipped = _problems(suite, sizes, parse_overrides(overrides), match)
+    for line in skipped:
+        console.print(f"[yellow]skipped[/] {line}", highlight=False)
+    if not problems:
+        fail(f"no problems in {suite}", "pass a directory of problems, e.g. problems/level2")
+    agent = BuiltinAgent()
+    rows, device, started = [], "", time.monotonic()
+    best_dir = Path(out) / "best"
+    for i, problem in enumerate(problems, 1):
+
+        def show(parent: Any, name: str = problem.name) -> None:
+            res = parent.result
+            ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
+            console.print(
+                f"  {name}: {res.status.value} {ms} [dim]{parent.draft.note[:90]}[/]",
+                highlight=False,
+            )
+
+        with console.status(f"[{i}/{len(problems)}] {problem.name} ...", spinner="dots"):
+            parents, stop = search_problem(
+                problem, plat, policy, budget, evaluator, agent, seed, on_result=show
+            )
+            plan = analyze(problem)
+            work = None if isinstance(plan, Unsupported) else plan.graph.work
+            best = next((p for p in parents if p.result.ok), None)
+            baselines = best.result.baselines if best else ()
+            if not baselines and not stop:
+                ref = evaluator.reference(problem, plat)
+                baselines = evaluator.baselines(problem, plat, ref)
+            device = device or next((p.result.device_name for p in parents), "")
+            row = bench_row(problem, parents, stop, work, _peaks(plat, device), baselines)
+        rows.append(row)
+        if row.verified:
+            from kforge_search.bench import best_parent
+
+            chosen = best_parent(parents)
+            assert chosen is not None
+            best_dir.mkdir(parents=True, exist_ok=True)
+            (best_dir / f"{problem.name.replace('/', '__')}.py").write_text(chosen.draft.source)
+        console.print(_table([row]), highlight=False)
+    summary = summarize(rows)
+    meta = {
+        "suite": suite,
+        "platform": plat.name,
+        "policy": policy,
+        "budget": budget,
+        "sizes": sizes or "default",
+        "device": device,
+        "seconds": time.monotonic() - started,
+    }
+    json_path, csv_path = write_outputs(rows, summary, Path(out), meta)
+    console.print(_table(rows))
+    console.print(
+        f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"
+        f" of {summary.problems}; fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
+        f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
+        f"\n{json_path}\n{csv_path}",
+        highlight=False,
+    )

@@ -1,0 +1,82 @@
+"""Compile a generated Triton candidate's kernels for an NVIDIA GPU without one (Triton's
+ahead-of-time path: source -> TTIR -> TTGIR -> PTX -> cubin with the bundled ptxas).
+
+`python -m tests.agents.aot CANDIDATE.py [--arch 90]` prints one line per kernel and exits 1
+if any fails. Run it in a process where Triton is not interpreted. Argument types come from
+the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers (b_ptr is bf16 when the
+draft casts its weight), c<k> fp32 scalars, the rest int32; constexprs get the values the
+forward would pass for a typical size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+CONSTEXPRS = {
+    "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
+    "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False,
+}  # fmt: skip
+
+
+def arg_type(name: str, bf16_weight: bool) -> str:
+    if name == "b_ptr" and bf16_weight:
+        return "*bf16"
+    if name.endswith("_ptr") or re.fullmatch(r"[tb]\d+", name):
+        return "*fp32"
+    if re.fullmatch(r"c\d+", name):
+        return "fp32"
+    return "i32"
+
+
+def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[str, str]]:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    spec = importlib.util.spec_from_file_location("aot_candidate", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    source = Path(path).read_text()
+    bf16 = "torch.bfloat16" in source
+    results = []
+    for name, fn in vars(module).items():
+        if not isinstance(fn, triton.runtime.jit.JITFunction) or not name.startswith("_kf_"):
+            continue
+        params = fn.arg_names
+        if not any(p in CONSTEXPRS for p in params):
+            continue  # a helper called from kernels
+        signature = {p: "constexpr" if p in CONSTEXPRS else arg_type(p, bf16) for p in params}
+        consts = {p: constexprs.get(p, CONSTEXPRS[p]) for p in params if p in CONSTEXPRS}
+        try:
+            src = ASTSource(fn=fn, signature=signature, constexprs=consts)
+            kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32))
+            ptx = kernel.asm["ptx"]
+            mma = "wgmma" if "wgmma" in ptx else ("mma" if "mma.sync" in ptx else "no mma")
+            results.append((name, f"ok ({mma}, {len(kernel.asm['cubin'])} bytes of cubin)"))
+        except Exception as exc:
+            results.append((name, f"FAILED {type(exc).__name__}: {str(exc)[:2000]}"))
+    return results
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("candidate")
+    parser.add_argument("--arch", type=int, default=90)
+    parser.add_argument("--set", action="append", default=[], help="NAME=VALUE constexpr")
+    args = parser.parse_args(argv)
+    consts = {k: (v == "True" if v in ("True", "False") else int(v))
+              for k, v in (s.split("=") for s in args.set)}  # fmt: skip
+    results = compile_all(args.candidate, args.arch, consts)
+    for name, status in results:
+        print(f"{name}: {status}")
+    return 0 if results and all(s.startswith("ok") for _, s in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

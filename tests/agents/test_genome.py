@@ -1,0 +1,87 @@
+"""Genomes: what each policy admits, mutation and crossover, repair."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from kforge_search.agents.genome import (
+    CPP_SPACE,
+    TRITON_SPACE,
+    CppGenome,
+    TritonGenome,
+    admissible_precisions,
+    crossover,
+    mutate,
+    repair,
+)
+
+
+def test_policies_decide_the_admissible_precisions():
+    assert admissible_precisions("strict") == ("ieee", "tf32x3")
+    assert set(admissible_precisions("loose")) == {"ieee", "tf32x3", "tf32", "bf16"}
+    with pytest.raises(ValueError, match="unknown policy"):
+        admissible_precisions("sloppy")
+
+
+def test_mutation_under_strict_never_picks_tf32_or_bf16():
+    rng = random.Random(0)
+    genome = TritonGenome()
+    for _ in range(200):
+        genome = mutate(genome, "strict", rng, genes=2)
+        assert genome.precision in ("ieee", "tf32x3")
+
+
+def test_repair_moves_a_loose_precision_into_the_strict_set():
+    assert repair(TritonGenome(precision="tf32"), "strict").precision == "tf32x3"
+
+
+def test_repair_fits_the_pipelined_tiles_in_shared_memory():
+    big = TritonGenome(block_m=256, block_n=256, block_k=128, num_stages=5)
+    fixed = repair(big, "strict")
+    assert fixed.smem_bytes <= 200 * 1024
+
+
+def test_mutation_is_deterministic_per_seed_and_changes_something():
+    a = mutate(TritonGenome(), "loose", random.Random(7))
+    b = mutate(TritonGenome(), "loose", random.Random(7))
+    assert a == b and a != TritonGenome()
+
+
+def test_mutants_stay_in_the_space():
+    rng = random.Random(1)
+    for genome, space in ((TritonGenome(), TRITON_SPACE), (CppGenome(), CPP_SPACE)):
+        for _ in range(50):
+            genome = mutate(genome, "loose", rng)
+            for name, values in space.items():
+                default = getattr(type(genome)(), name)
+                assert getattr(genome, name) in values or getattr(genome, name) == default
+
+
+def test_crossover_takes_each_gene_from_a_parent():
+    a = TritonGenome(block_m=64, num_warps=4, split_k=2)
+    b = TritonGenome(block_m=256, num_warps=8, placement="second_pass")
+    child = crossover(a, b, "strict", random.Random(3))
+    for field in dataclasses.fields(child):
+        assert getattr(child, field.name) in (getattr(a, field.name), getattr(b, field.name))
+
+
+def test_crossover_of_two_backends_is_refused():
+    with pytest.raises(ValueError, match="crossover"):
+        crossover(TritonGenome(), CppGenome(), "strict", random.Random(0))
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: TritonGenome(block_m=100), "block_m=100"),
+        (lambda: TritonGenome(precision="fp8"), "precision='fp8'"),
+        (lambda: TritonGenome(placement="everywhere"), "placement='everywhere'"),
+        (lambda: CppGenome(block_n=40), "block_n=40"),
+    ],
+)
+def test_invalid_genomes_name_the_gene(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()

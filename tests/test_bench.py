@@ -1,0 +1,186 @@
+"""kforge bench: rows, summary (geomean, fast_p), roofline, outputs, and the command."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kforge_search.agents import Draft, Parent, TritonGenome
+from kforge_search.agents.ir import Work
+from kforge_search.bench import (
+    BenchRow,
+    bench_row,
+    best_parent,
+    roofline_fraction,
+    summarize,
+    write_outputs,
+)
+from kforge_search.cli.bench import bench_cmd
+from kforge_search.evaluator.result import Baseline, EvalResult, Status, TimingStats
+from kforge_search.hardware import Peaks
+from kforge_search.problem import resolve_problem
+from tests.conftest import PROBLEMS
+
+PROBLEM = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
+PEAKS = Peaks("test", 10.0, 100.0, 200.0, 1000.0, "datasheet")
+
+
+def timing(ms: float) -> TimingStats:
+    return TimingStats("cuda_events", 50, ms, ms, ms)
+
+
+def result(status: Status, ms: float | None = None, generalizes: str = "yes") -> EvalResult:
+    baselines = (Baseline("eager", True, timing(3.0)), Baseline("compile", True, timing(2.0)))
+    return EvalResult(
+        status,
+        "why",
+        "done",
+        PROBLEM.id,
+        PROBLEM.name,
+        "cuda-triton",
+        "strict",
+        "h",
+        timing=timing(ms) if ms else None,
+        baselines=baselines,
+        generalizes=generalizes,
+    )
+
+
+def parent(status: Status, ms: float | None = None, generalizes: str = "yes") -> Parent:
+    draft = Draft(f"# {status} {ms}", "cuda-triton", "builtin", "note", TritonGenome(), "tf32x3")
+    return Parent(draft, result(status, ms, generalizes))
+
+
+def test_roofline_is_the_bound_time_over_the_measured_time():
+    # 1 TFLOP at 100/3 TFLOP/s (tf32x3) is 30 ms; 1 GB at 1000 GB/s is 1 ms: compute bound.
+    assert roofline_fraction(1e12, 1e9, 60.0, PEAKS, "tf32x3") == pytest.approx(0.5)
+    assert roofline_fraction(1e6, 1e10, 20.0, PEAKS, "tf32") == pytest.approx(0.5)  # memory
+    assert roofline_fraction(0.0, 1.0, 1.0, PEAKS, "ieee") is None
+
+
+def test_the_best_parent_is_the_fastest_that_verified_and_generalizes():
+    parents = [
+        parent(Status.OK, 1.0, generalizes="no"),
+        parent(Status.INCORRECT),
+        parent(Status.OK, 1.5),
+        parent(Status.OK, 1.2),
+    ]
+    best = best_parent(parents)
+    assert best is parents[3]
+
+
+def test_row_speedup_is_against_the_faster_baseline():
+    work = Work(((1, 1024, 1024, 1024),), 0.0, 1e6)
+    row = bench_row(PROBLEM, [parent(Status.OK, 1.0)], "", work, PEAKS, ())
+    assert row.verified and row.speedup == pytest.approx(2.0)  # compile's 2.0 ms / 1.0 ms
+    assert row.eager_ms == 3.0 and row.compile_ms == 2.0 and row.precision == "tf32x3"
+    assert row.roofline == pytest.approx(2 * 1024**3 / (100e12 / 3) / 1e-3)
+
+
+def test_rows_without_a_verified_draft_keep_the_baselines_and_the_reason():
+    baselines = result(Status.OK).baselines
+    row = bench_row(PROBLEM, [parent(Status.INCORRECT)], "", None, None, baselines)
+    assert not row.verified and row.status == "INCORRECT" and row.eager_ms == 3.0
+    unsupported = bench_row(PROBLEM, [], "unsupported: module Conv1d", None, None, ())
+    assert unsupported.status == "unsupported: module Conv1d" and unsupported.attempts == 0
+
+
+def test_summary_geomean_and_fast_p():
+    rows = [
+        BenchRow("a", "OK", best_ms=1.0, speedup=2.0, verified=True, roofline=0.5),
+        BenchRow("b", "OK", best_ms=1.0, speedup=0.5, verified=True, roofline=0.7),
+        BenchRow("c", "OK", best_ms=1.0, speedup=1.6, verified=True, roofline=0.9),
+        BenchRow("d", "INCORRECT"),
+    ]
+    s = summarize(rows)
+    assert s.problems == 4 and s.verified == 3
+    assert s.geomean_speedup == pytest.approx(
+        math.exp((math.log(2) + math.log(0.5) + math.log(1.6)) / 3)
+    )
+    assert (s.fast_0, s.fast_1, s.fast_1_5) == (0.75, 0.5, 0.5)
+    assert s.median_roofline == 0.7
+
+
+def test_outputs_are_json_and_csv(tmp_path):
+    rows = [BenchRow("a", "OK", 1.0, 2.0, 0.5, 2.0, "tf32x3", 0.4, 2, True)]
+    json_path, csv_path = write_outputs(rows, summarize(rows), tmp_path, {"platform": "x"})
+    data = json.loads(json_path.read_text())
+    assert data["summary"]["fast_1"] == 1.0 and data["rows"][0]["precision"] == "tf32x3"
+    (line,) = list(csv.DictReader(csv_path.open()))
+    assert line["problem"] == "a" and float(line["speedup"]) == 2.0
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("bench")(bench_cmd)
+    app.command("noop")(lambda: None)  # two commands: `bench` stays a subcommand
+    return app
+
+
+def test_bench_command_on_cpu_triton(tmp_path):
+    args = [
+        "bench",
+        str(PROBLEMS / "level2"),
+        "--platform",
+        "cpu-triton",
+        "--sizes",
+        "ci",
+        "--budget",
+        "1",
+        "--match",
+        "06_gemm",
+        "--out",
+        str(tmp_path),
+    ]
+    out = CliRunner().invoke(_app(), args)
+    assert out.exit_code == 0, out.output
+    data = json.loads((tmp_path / "bench.json").read_text())
+    (row,) = data["rows"]
+    assert row["verified"] and row["status"] == "OK" and row["speedup"] is None  # interpreter
+    assert data["summary"]["fast_0"] == 1.0
+    assert (tmp_path / "bench.csv").is_file()
+    assert (tmp_path / "best" / "06_gemm_add_leaky_relu.py").is_file()
+    assert "geomean speedup" in out.output
+
+
+def test_bench_command_refuses_an_empty_suite(tmp_path):
+    args = [
+        "bench",
+        str(PROBLEMS / "level2"),
+        "--platform",
+        "cpu-triton",
+        "--match",
+        "nothing",
+        "--out",
+        str(tmp_path),
+    ]
+    out = CliRunner().invoke(_app(), args)
+    assert out.exit_code != 0 and "no problems" in out.output
+
+
+@pytest.mark.slow
+def test_bench_command_on_cpu_cpp_with_baselines(tmp_path):
+    args = [
+        "bench",
+        str(PROBLEMS / "level2"),
+        "--platform",
+        "cpu-cpp",
+        "--sizes",
+        "ci",
+        "--budget",
+        "2",
+        "--match",
+        "13_gemm",
+        "--out",
+        str(tmp_path),
+    ]
+    out = CliRunner().invoke(_app(), args)
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row["verified"] and row["attempts"] == 2
+    assert row["eager_ms"] and row["compile_ms"] and row["speedup"] and row["roofline"]
