@@ -37,6 +37,7 @@ FIELDS = (
     "verified",
     "generalizes",
     "genome",
+    "seconds",
     "message",
 )
 
@@ -55,6 +56,7 @@ class BenchRow:
     verified: bool = False
     generalizes: str = "unchecked"
     genome: str = ""
+    seconds: float = 0.0  # wall clock of the problem's evaluations (baselines included)
     message: str = ""
 
 

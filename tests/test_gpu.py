@@ -108,3 +108,28 @@ def test_gpu_kernel_that_never_ends_times_out_and_the_gpu_recovers(tmp_path):
         EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
     )
     assert honest.status is Status.OK, honest.message
+
+
+SYNTHESIZED = [
+    ("level2/01_gemm_bias_relu", "strict", ("tf32x3", "ieee")),  # fused elementwise epilogue
+    ("level2/13_gemm_softmax", "loose", ("tf32", "tf32x3", "bf16", "ieee")),  # row statistics
+    ("level2/17_gemm_groupnorm_swish", "strict", ("tf32x3", "ieee")),  # segment statistics
+    ("level2/21_mlp_two_gemm_relu", "loose", ("tf32", "tf32x3", "bf16", "ieee")),  # two GEMMs
+]
+
+
+@pytest.mark.parametrize(("problem", "policy", "admissible"), SYNTHESIZED)
+def test_builtin_agent_kernels_verify_and_generalize_on_the_gpu(problem, policy, admissible):
+    """The builtin synthesizer's seed draft at the problem's full sizes, through the evaluator."""
+    from kforge_search.agents import BuiltinAgent, Context
+
+    platform = get_platform("cuda-triton")
+    prob = resolve_problem(problem)
+    (draft,) = BuiltinAgent().propose(Context(prob, platform, policy))
+    assert draft.precision in admissible
+    result = Evaluator(EvalConfig(policy=policy, baselines=("eager",))).evaluate_source(
+        draft.source, prob, platform
+    )
+    assert result.status is Status.OK, result.message
+    assert result.generalizes == "yes"
+    assert result.timing.meaningful and result.speedup("eager") is not None

@@ -168,7 +168,9 @@ def stage_lines(
 ) -> tuple[list[str], list[str]]:
     s = stage.index
     leaves = r.stored_before(plan, stage)
-    stores = tuple(dict.fromkeys((*stage.gemm_stores, *(n for n in stage.outs if n in stage.phase0))))
+    stores = tuple(
+        dict.fromkeys((*stage.gemm_stores, *(n for n in stage.outs if n in stage.phase0)))
+    )
     buffers = tuple(dict.fromkeys((*stores, *stage.outs)))
     sc = StageCode(plan, stage, names, leaves, outputs=[f"b{n}" for n in buffers])
     epi = _epilogue(sc, stores)  # the GEMM kernel computes the stores
@@ -178,7 +180,12 @@ def stage_lines(
     a_lines, a = r.a_operand(plan, stage)
     g = stage.gemm
     layout = g.b_layout
-    if genome.weight_layout == "kn" and layout == "nk" and g.b.startswith("self.") and not g.batched:
+    if (
+        genome.weight_layout == "kn"
+        and layout == "nk"
+        and g.b.startswith("self.")
+        and not g.batched
+    ):
         w_line = f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w.t().contiguous())'
         layout = "kn"
     else:

@@ -4,6 +4,7 @@ against eager and torch.compile. Registered in cli/app.py as `app.command("bench
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -117,10 +118,12 @@ def bench_cmd(
             res = parent.result
             ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
             console.print(
-                f"  {name}: {res.status.value} {ms} [dim]{parent.draft.note[:90]}[/]",
+                f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s)"
+                f" [dim]{parent.draft.note[:90]}[/]",
                 highlight=False,
             )
 
+        problem_started = time.monotonic()
         with console.status(f"[{i}/{len(problems)}] {problem.name} ...", spinner="dots"):
             parents, stop = search_problem(
                 problem, plat, policy, budget, evaluator, agent, seed, on_result=show
@@ -134,6 +137,7 @@ def bench_cmd(
                 baselines = evaluator.baselines(problem, plat, ref)
             device = device or next((p.result.device_name for p in parents), "")
             row = bench_row(problem, parents, stop, work, _peaks(plat, device), baselines)
+            row = dataclasses.replace(row, seconds=round(time.monotonic() - problem_started, 1))
         rows.append(row)
         if row.verified:
             from kforge_search.bench import best_parent
@@ -143,17 +147,19 @@ def bench_cmd(
             best_dir.mkdir(parents=True, exist_ok=True)
             (best_dir / f"{problem.name.replace('/', '__')}.py").write_text(chosen.draft.source)
         console.print(_table([row]), highlight=False)
-    summary = summarize(rows)
-    meta = {
-        "suite": suite,
-        "platform": plat.name,
-        "policy": policy,
-        "budget": budget,
-        "sizes": sizes or "default",
-        "device": device,
-        "seconds": time.monotonic() - started,
-    }
-    json_path, csv_path = write_outputs(rows, summary, Path(out), meta)
+        meta = {
+            "suite": suite,
+            "platform": plat.name,
+            "policy": policy,
+            "budget": budget,
+            "sizes": sizes or "default",
+            "device": device,
+            "seconds": round(time.monotonic() - started, 1),
+            "complete": i == len(problems),
+        }
+        # Written after every problem, so a run cut short keeps what it measured.
+        summary = summarize(rows)
+        json_path, csv_path = write_outputs(rows, summary, Path(out), meta)
     console.print(_table(rows))
     console.print(
         f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"
