@@ -71,6 +71,28 @@ class BenchSummary:
     median_roofline: float | None
 
 
+class BenchError(Exception):
+    """A bench cannot go on as asked (e.g. resuming from another policy's results)."""
+
+
+def load_rows(path: Path, policy: str, platform: str) -> dict[str, BenchRow]:
+    """The rows of an earlier run of the same policy and platform, by problem name."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        meta = data["meta"]
+        rows = [BenchRow(**row) for row in data["rows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BenchError(f"{path} is not a bench.json this version can read: {exc}") from None
+    if (meta.get("policy"), meta.get("platform")) != (policy, platform):
+        raise BenchError(
+            f"{path} holds a {meta.get('policy')} run on {meta.get('platform')}, "
+            f"not {policy} on {platform}"
+        )
+    return {row.problem: row for row in rows}
+
+
 def roofline_fraction(
     flops: float, bytes_moved: float, ms: float, peaks: Peaks, precision: str
 ) -> float | None:

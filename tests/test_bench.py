@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 
@@ -184,3 +185,18 @@ def test_bench_command_on_cpu_cpp_with_baselines(tmp_path):
     (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert row["verified"] and row["attempts"] == 2
     assert row["eager_ms"] and row["compile_ms"] and row["speedup"] and row["roofline"]
+
+
+def test_resume_keeps_earlier_rows_and_refuses_another_policy(tmp_path):
+    kept = BenchRow("01_gemm_bias_relu", "OK", 3.0, 2.0, 1.0, 2.0, "tf32x3", verified=True)
+    meta = {"policy": "strict", "platform": "cpu-triton"}
+    write_outputs([kept], summarize([kept]), tmp_path, meta)
+    args = ["bench", str(PROBLEMS / "level2" / "01_gemm_bias_relu.py"), "--platform"]
+    args += ["cpu-triton", "--sizes", "ci", "--out", str(tmp_path), "--resume"]
+    out = CliRunner().invoke(_app(), args)
+    assert out.exit_code == 0, out.output
+    assert "kept from the earlier run" in out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row == dataclasses.asdict(kept)  # not evaluated again
+    refused = CliRunner().invoke(_app(), [*args, "--policy", "loose"])
+    assert refused.exit_code != 0 and "holds a strict run on cpu-triton" in refused.output

@@ -19,6 +19,7 @@ from kforge_search.agents.plan import Plan, lower
 from kforge_search.agents.render_cpp import render_cpp
 from kforge_search.agents.render_triton import render_triton
 from kforge_search.agents.trace import trace_problem
+from kforge_search.evaluator.result import Status
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
 
@@ -32,6 +33,25 @@ def analyze(problem: Problem) -> Plan | Unsupported:
         return traced
     graph = convert(traced)
     return graph if isinstance(graph, Unsupported) else lower(graph)
+
+
+# Genes that change nothing unless the plan has a tail (statistics after the GEMM) ...
+TAIL_GENES = frozenset({"pass_block", "pass_warps"})
+# ... or a tail that one tile can hold (not segmented statistics).
+FUSE_GENES = frozenset({"placement", "fuse_limit"})
+
+
+def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
+    """The genes whose value changes the kernels written for this plan: mutating any other
+    would spend an evaluation on the same code."""
+    names = frozenset(f.name for f in dataclasses.fields(genome))
+    if isinstance(genome, CppGenome):
+        return names
+    if not any(st.tail for st in plan.stages):
+        names -= TAIL_GENES
+    if not any(st.tail and st.fusable for st in plan.stages):
+        names -= FUSE_GENES
+    return names
 
 
 def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
@@ -123,10 +143,14 @@ class BuiltinAgent:
             drafts.append(
                 self._draft(context, seed, "the seed genome for this platform and policy")
             )
+        fix = self._accuracy_fix(context)
+        if fix is not None and fix[0] not in tried and len(drafts) < wanted:
+            drafts.append(self._draft(context, *fix))
+        among = relevant_genes(plan, seed)
         for _ in range(50 * wanted):
             if len(drafts) >= wanted:
                 break
-            genome, note, parents = self._variation(context, seed, rng)
+            genome, note, parents = self._variation(context, seed, rng, among)
             if genome in tried or any(d.genome == genome for d in drafts):
                 continue
             drafts.append(self._draft(context, genome, note, parents))
@@ -139,8 +163,26 @@ class BuiltinAgent:
         assert isinstance(draft, Draft)
         return draft
 
+    def _accuracy_fix(self, context: Context) -> tuple[Genome, str, tuple[str, ...]] | None:
+        """No draft verified yet and the last one was INCORRECT: the same genome with a more
+        accurate GEMM precision (a functional pass before any tuning)."""
+        if not context.parents or any(p.result.ok for p in context.parents):
+            return None
+        last = context.parents[-1]
+        if last.result.status is not Status.INCORRECT or last.draft.genome is None:
+            return None
+        better = gen.more_accurate(last.draft.genome, context.policy)
+        if better is None:
+            return None
+        assert isinstance(better, TritonGenome)
+        note = (
+            f"{last.draft.id} was INCORRECT at {last.draft.precision}: the same kernel with "
+            f"{better.precision} GEMM inputs"
+        )
+        return better, note, (last.draft.id,)
+
     def _variation(
-        self, context: Context, seed: Genome, rng: random.Random
+        self, context: Context, seed: Genome, rng: random.Random, among: frozenset[str]
     ) -> tuple[Genome, str, tuple[str, ...]]:
         ranked = sorted(
             (p for p in context.parents if p.p50_ms is not None and p.draft.genome is not None),
@@ -155,14 +197,16 @@ class BuiltinAgent:
         if ranked:
             best = ranked[0]
             assert best.draft.genome is not None
-            child = gen.mutate(best.draft.genome, context.policy, rng, genes=rng.choice((1, 1, 2)))
+            child = gen.mutate(
+                best.draft.genome, context.policy, rng, genes=rng.choice((1, 1, 2)), among=among
+            )
             changed = _diff(best.draft.genome, child)
             return (
                 child,
                 f"mutant of the fastest verified draft {best.draft.id}: {changed}",
                 (best.draft.id,),
             )
-        child = gen.mutate(seed, context.policy, rng, genes=2)
+        child = gen.mutate(seed, context.policy, rng, genes=2, among=among)
         return child, f"no verified parent yet: the seed with {_diff(seed, child)}", ()
 
 

@@ -140,15 +140,32 @@ def repair(genome: Genome, policy: str) -> Genome:
     return genome
 
 
-def mutate(genome: Genome, policy: str, rng: random.Random, genes: int = 1) -> Genome:
-    """`genes` genes changed to other admissible values (then repaired)."""
+def mutate(
+    genome: Genome,
+    policy: str,
+    rng: random.Random,
+    genes: int = 1,
+    among: frozenset[str] | None = None,
+) -> Genome:
+    """`genes` genes (of `among`, when given) changed to other admissible values, repaired."""
     options = space(genome, policy)
+    if among is not None:
+        options = {k: v for k, v in options.items() if k in among}
     changes: dict[str, Any] = {}
     for name in rng.sample(sorted(options), k=min(genes, len(options))):
         others = [v for v in options[name] if v != getattr(genome, name)]
         if others:
             changes[name] = rng.choice(others)
     return repair(dataclasses.replace(genome, **changes), policy)
+
+
+def more_accurate(genome: Genome, policy: str) -> Genome | None:
+    """The same genome with the next more accurate GEMM precision the policy admits."""
+    if isinstance(genome, CppGenome):
+        return None
+    order = [p for p in reversed(PRECISIONS) if p in admissible_precisions(policy)]
+    at = order.index(genome.precision) if genome.precision in order else len(order) - 1
+    return None if at + 1 >= len(order) else dataclasses.replace(genome, precision=order[at + 1])
 
 
 def crossover(a: Genome, b: Genome, policy: str, rng: random.Random) -> Genome:

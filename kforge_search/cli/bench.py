@@ -88,12 +88,22 @@ def bench_cmd(
         str | None, typer.Option(help="only problems whose name contains this")
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the genome search")] = 0,
+    resume: Annotated[
+        bool, typer.Option(help="keep the rows already in OUT/bench.json; run the others")
+    ] = False,
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
     from kforge_search.agents import BuiltinAgent
     from kforge_search.agents.builtin import analyze
     from kforge_search.agents.ir import Unsupported
-    from kforge_search.bench import bench_row, search_problem, summarize, write_outputs
+    from kforge_search.bench import (
+        BenchError,
+        bench_row,
+        load_rows,
+        search_problem,
+        summarize,
+        write_outputs,
+    )
     from kforge_search.cli.app import fail, parse_overrides, platform_or_fail
     from kforge_search.evaluator import EvalConfig, Evaluator
 
@@ -105,14 +115,38 @@ def bench_cmd(
     except ValueError as exc:
         fail(str(exc))
     problems, skipped = _problems(suite, sizes, parse_overrides(overrides), match)
+    try:
+        done = load_rows(Path(out) / "bench.json", policy, plat.name) if resume else {}
+    except BenchError as exc:
+        fail(str(exc), "use another --out, or leave out --resume to start over")
     for line in skipped:
         console.print(f"[yellow]skipped[/] {line}", highlight=False)
     if not problems:
         fail(f"no problems in {suite}", "pass a directory of problems, e.g. problems/level2")
     agent = BuiltinAgent()
     rows, device, started = [], "", time.monotonic()
+
+    def save(rows: list[Any], complete: bool) -> tuple[Any, Path, Path]:
+        meta = {
+            "suite": suite,
+            "platform": plat.name,
+            "policy": policy,
+            "budget": budget,
+            "sizes": sizes or "default",
+            "device": device,
+            "seconds": round(time.monotonic() - started, 1),
+            "complete": complete,
+            "resumed": sorted(done),
+        }
+        summary = summarize(rows)
+        return (summary, *write_outputs(rows, summary, Path(out), meta))
+
     best_dir = Path(out) / "best"
     for i, problem in enumerate(problems, 1):
+        if problem.name in done:
+            rows.append(done[problem.name])
+            console.print(f"[dim]{problem.name}: kept from the earlier run[/]", highlight=False)
+            continue
 
         def show(parent: Any, name: str = problem.name) -> None:
             res = parent.result
@@ -147,19 +181,8 @@ def bench_cmd(
             best_dir.mkdir(parents=True, exist_ok=True)
             (best_dir / f"{problem.name.replace('/', '__')}.py").write_text(chosen.draft.source)
         console.print(_table([row]), highlight=False)
-        meta = {
-            "suite": suite,
-            "platform": plat.name,
-            "policy": policy,
-            "budget": budget,
-            "sizes": sizes or "default",
-            "device": device,
-            "seconds": round(time.monotonic() - started, 1),
-            "complete": i == len(problems),
-        }
-        # Written after every problem, so a run cut short keeps what it measured.
-        summary = summarize(rows)
-        json_path, csv_path = write_outputs(rows, summary, Path(out), meta)
+        save(rows, complete=False)  # after every problem: a run cut short keeps its rows
+    summary, json_path, csv_path = save(rows, complete=True)
     console.print(_table(rows))
     console.print(
         f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"

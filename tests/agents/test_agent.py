@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from kforge_search.agents import BuiltinAgent, Context, Draft, Parent, TritonGenome, seed_genome
-from kforge_search.agents.builtin import analyze
+from kforge_search.agents.builtin import FUSE_GENES, TAIL_GENES, analyze, relevant_genes
 from kforge_search.evaluator.result import EvalResult, Status, TimingStats
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
@@ -60,10 +64,48 @@ def test_later_proposals_mutate_the_fastest_verified_parent_and_never_repeat():
     assert all(d.genome.precision in ("ieee", "tf32x3") for d in drafts)
 
 
+def test_an_incorrect_draft_is_retried_at_a_more_accurate_precision():
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    (draft,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, False),)))
+    assert draft.genome == dataclasses.replace(seed.genome, precision="ieee")
+    assert "INCORRECT at tf32x3" in draft.note and draft.parents == (seed.id,)
+    loose = agent.synthesize(PROBLEM, TRITON, TritonGenome(precision="bf16"), "bf16")
+    (fix,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(loose, False),)))
+    assert fix.genome.precision == "tf32"
+
+
 def test_without_a_verified_parent_it_explores_around_the_seed():
-    (seed,) = BuiltinAgent().propose(Context(PROBLEM, TRITON))
-    (draft,) = BuiltinAgent().propose(Context(PROBLEM, TRITON, parents=(parent(seed, False),)))
-    assert draft.genome != seed.genome and "no verified parent" in draft.note
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    (ieee,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, False),)))
+    failed = (parent(seed, False), parent(ieee, False))
+    (draft,) = agent.propose(Context(PROBLEM, TRITON, parents=failed))
+    assert draft.genome not in (seed.genome, ieee.genome) and "no verified parent" in draft.note
+
+
+@pytest.mark.parametrize(
+    ("name", "absent"),
+    [
+        ("level2/02_gemm_gelu_scale", TAIL_GENES | FUSE_GENES),  # epilogue only
+        ("level2/17_gemm_groupnorm_swish", FUSE_GENES),  # segmented statistics: second pass
+        ("level2/13_gemm_softmax", frozenset()),  # row statistics: fused or second pass
+    ],
+)
+def test_mutants_change_only_genes_that_change_the_kernel(name, absent):
+    problem = resolve_problem(name, size_set="ci")
+    agent = BuiltinAgent(drafts_per_call=12)
+    (seed,) = agent.propose(Context(problem, TRITON))
+    assert relevant_genes(agent.plan(problem), seed.genome).isdisjoint(absent)
+    parents = (parent(seed, True),)
+    drafts = agent.propose(Context(problem, TRITON, parents=parents, budget=12, seed=3))
+    changed = {
+        f.name
+        for d in drafts
+        for f in dataclasses.fields(d.genome)
+        if getattr(d.genome, f.name) != getattr(seed.genome, f.name)
+    }
+    assert changed and changed.isdisjoint(absent)
 
 
 def test_the_budget_caps_the_drafts():

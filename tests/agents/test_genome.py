@@ -14,6 +14,7 @@ from kforge_search.agents.genome import (
     TritonGenome,
     admissible_precisions,
     crossover,
+    more_accurate,
     mutate,
     repair,
 )
@@ -85,3 +86,18 @@ def test_crossover_of_two_backends_is_refused():
 def test_invalid_genomes_name_the_gene(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+def test_more_accurate_steps_up_within_the_policy():
+    assert more_accurate(TritonGenome(precision="bf16"), "loose").precision == "tf32"
+    assert more_accurate(TritonGenome(precision="tf32x3"), "strict").precision == "ieee"
+    assert more_accurate(TritonGenome(precision="ieee"), "strict") is None
+    assert more_accurate(CppGenome(), "strict") is None
+
+
+def test_mutate_among_keeps_the_other_genes():
+    rng = random.Random(0)
+    base = TritonGenome()
+    for _ in range(30):
+        child = mutate(base, "loose", rng, genes=2, among=frozenset({"block_k", "num_stages"}))
+        assert dataclasses.replace(child, block_k=32, num_stages=3) == base
