@@ -82,7 +82,12 @@ def group_norm(
     if x.dims != (*cv.lead, "C") or len(cv.lead) != 1:
         raise UnsupportedError("group_norm", f"on dims {x.dims}: needs [batch, features]")
     cv.set_groups(groups)
-    grouped = T(x.id, (*cv.lead, "G", "S"), x.shape, x.space, x.stage)
+    g = int(groups.value)
+    if g < 1 or x.shape[-1] % g:
+        raise UnsupportedError("group_norm", f"{x.shape[-1]} features in {g} groups")
+    # The segments' real shape [N, G, C/G]: the work counted for the roofline follows it.
+    grouped_shape = (*x.shape[:-1], g, x.shape[-1] // g)
+    grouped = T(x.id, (*cv.lead, "G", "S"), grouped_shape, x.space, x.stage)
     y = _normalize(cv, grouped, -1, eps)
     y = T(y.id, x.dims, x.shape, y.space, y.stage)
     return _affine(cv, y, w, b)

@@ -112,3 +112,13 @@ def test_platforms_without_a_backend_are_refused_by_name():
         resolve_problem("level2/01_gemm_bias_relu"), get_platform("cuda-cpp")
     )
     assert not support.ok and support.reason.startswith("unsupported: platform cuda-cpp")
+
+
+@pytest.mark.parametrize("problem", LEVEL2, ids=lambda p: p.name)
+def test_tail_work_is_a_few_operations_per_gemm_output(problem):
+    """The roofline's work: a tail op touches each GEMM output a few times, never more (a
+    segment view once counted the GroupNorm tail 32768 times and put a kernel above 100%)."""
+    work = analyze(problem).graph.work
+    outputs = max(b * m * n for b, m, n, _ in work.gemms)
+    assert 1 <= work.tail_ops / outputs <= 12
+    assert work.min_bytes < 4 * 4 * work.gemm_flops  # inputs + parameters + output, once
