@@ -123,22 +123,14 @@ def _app() -> typer.Typer:
     return app
 
 
+def bench(out, platform: str, *options: str, suite=PROBLEMS / "level2"):
+    """`kforge bench SUITE --platform P --out OUT OPTIONS...` through the CLI."""
+    args = ["bench", str(suite), "--platform", platform, "--out", str(out), *options]
+    return CliRunner().invoke(_app(), args)
+
+
 def test_bench_command_on_cpu_triton(tmp_path):
-    args = [
-        "bench",
-        str(PROBLEMS / "level2"),
-        "--platform",
-        "cpu-triton",
-        "--sizes",
-        "ci",
-        "--budget",
-        "1",
-        "--match",
-        "06_gemm",
-        "--out",
-        str(tmp_path),
-    ]
-    out = CliRunner().invoke(_app(), args)
+    out = bench(tmp_path, "cpu-triton", "--sizes", "ci", "--budget", "1", "--match", "06_gemm")
     assert out.exit_code == 0, out.output
     data = json.loads((tmp_path / "bench.json").read_text())
     (row,) = data["rows"]
@@ -150,37 +142,13 @@ def test_bench_command_on_cpu_triton(tmp_path):
 
 
 def test_bench_command_refuses_an_empty_suite(tmp_path):
-    args = [
-        "bench",
-        str(PROBLEMS / "level2"),
-        "--platform",
-        "cpu-triton",
-        "--match",
-        "nothing",
-        "--out",
-        str(tmp_path),
-    ]
-    out = CliRunner().invoke(_app(), args)
+    out = bench(tmp_path, "cpu-triton", "--match", "nothing")
     assert out.exit_code != 0 and "no problems" in out.output
 
 
 @pytest.mark.slow
 def test_bench_command_on_cpu_cpp_with_baselines(tmp_path):
-    args = [
-        "bench",
-        str(PROBLEMS / "level2"),
-        "--platform",
-        "cpu-cpp",
-        "--sizes",
-        "ci",
-        "--budget",
-        "2",
-        "--match",
-        "13_gemm",
-        "--out",
-        str(tmp_path),
-    ]
-    out = CliRunner().invoke(_app(), args)
+    out = bench(tmp_path, "cpu-cpp", "--sizes", "ci", "--budget", "2", "--match", "13_gemm")
     assert out.exit_code == 0, out.output
     (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert row["verified"] and row["attempts"] == 2
@@ -191,12 +159,11 @@ def test_resume_keeps_earlier_rows_and_refuses_another_policy(tmp_path):
     kept = BenchRow("01_gemm_bias_relu", "OK", 3.0, 2.0, 1.0, 2.0, "tf32x3", verified=True)
     meta = {"policy": "strict", "platform": "cpu-triton"}
     write_outputs([kept], summarize([kept]), tmp_path, meta)
-    args = ["bench", str(PROBLEMS / "level2" / "01_gemm_bias_relu.py"), "--platform"]
-    args += ["cpu-triton", "--sizes", "ci", "--out", str(tmp_path), "--resume"]
-    out = CliRunner().invoke(_app(), args)
+    one = PROBLEMS / "level2" / "01_gemm_bias_relu.py"
+    out = bench(tmp_path, "cpu-triton", "--sizes", "ci", "--resume", suite=one)
     assert out.exit_code == 0, out.output
     assert "kept from the earlier run" in out.output
     (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert row == dataclasses.asdict(kept)  # not evaluated again
-    refused = CliRunner().invoke(_app(), [*args, "--policy", "loose"])
+    refused = bench(tmp_path, "cpu-triton", "--resume", "--policy", "loose", suite=one)
     assert refused.exit_code != 0 and "holds a strict run on cpu-triton" in refused.output

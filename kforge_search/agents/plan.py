@@ -59,8 +59,14 @@ class Plan:
         return tuple(out)
 
 
-def closure(graph: Graph, targets: tuple[int, ...], available: set[int]) -> list[int]:
-    """Ids needed to compute `targets` from `available` values and loads, in graph order."""
+def closure(
+    graph: Graph,
+    targets: tuple[int, ...],
+    available: set[int],
+    leaves: set[int] | frozenset[int] = frozenset(),
+) -> list[int]:
+    """Ids needed to compute `targets`, in graph order: `available` are computed already
+    (left out), `leaves` are read from buffers (kept, their inputs not followed)."""
     need: set[int] = set()
     stack = [t for t in targets if t not in available]
     while stack:
@@ -68,7 +74,8 @@ def closure(graph: Graph, targets: tuple[int, ...], available: set[int]) -> list
         if n in need:
             continue
         need.add(n)
-        stack.extend(d for d in graph.deps(graph.node(n)) if d not in available)
+        if n not in leaves:
+            stack.extend(d for d in graph.deps(graph.node(n)) if d not in available)
     return sorted(need)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import jinja2
 
 from kforge_search.agents.ir import Graph, Kind
-from kforge_search.agents.plan import Plan, StagePlan
+from kforge_search.agents.plan import Plan, StagePlan, closure
 
 
 @cache
@@ -28,16 +28,7 @@ def render_template(template: str, **values: Any) -> str:
 def schedule(graph: Graph, targets: tuple[int, ...], have: set[int], leaves: set[int]) -> list[int]:
     """Ids to compute for `targets`, in graph order: `have` are computed already (left
     out), `leaves` are read from buffers (kept, their inputs not followed)."""
-    need: set[int] = set()
-    stack = [t for t in targets if t not in have]
-    while stack:
-        n = stack.pop()
-        if n in need:
-            continue
-        need.add(n)
-        if n not in leaves:
-            stack.extend(d for d in graph.deps(graph.node(n)) if d not in have)
-    return sorted(need)
+    return closure(graph, targets, have, leaves)
 
 
 def stored_before(plan: Plan, stage: StagePlan) -> set[int]:
