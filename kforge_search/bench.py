@@ -120,12 +120,36 @@ def search_problem(
     agent: Agent,
     seed: int = 0,
     on_result: Callable[[Parent], None] | None = None,
+    screen: int = 0,
+    on_screen: Callable[[list[Any]], None] | None = None,
 ) -> tuple[list[Parent], str]:
-    """Evaluate up to `budget` drafts; the parents in order, and why it stopped early."""
+    """Evaluate up to `budget` drafts; the parents in order, and why it stopped early.
+
+    With `screen` > 0 (the builtin agent on a timed platform), that many genomes are first
+    timed in this process (agents/screen.py) and the fastest `budget` go to the evaluator;
+    what budget is left goes to the agent's own proposals."""
     support = agent.supports(problem, platform)
     if not support.ok:
         return [], support.reason
     parents: list[Parent] = []
+
+    def evaluate(draft: Any) -> None:
+        result = evaluator.evaluate_source(draft.source, problem, platform)
+        parents.append(Parent(draft, result))
+        if on_result is not None:
+            on_result(parents[-1])
+
+    if screen > 0 and platform.timing_meaningful:
+        from kforge_search.agents.builtin import BuiltinAgent
+        from kforge_search.agents.screen import screened_drafts
+
+        if not isinstance(agent, BuiltinAgent):
+            raise ValueError("screening runs drafts in this process: builtin agent only")
+        drafts, ranked = screened_drafts(agent, problem, platform, policy, screen, budget, seed)
+        if on_screen is not None:
+            on_screen(ranked)
+        for draft in drafts:
+            evaluate(draft)
     while len(parents) < budget:
         context = Context(
             problem, platform, policy, tuple(parents), budget=budget - len(parents), seed=seed
@@ -134,10 +158,7 @@ def search_problem(
         if not drafts:
             break
         for draft in drafts[: budget - len(parents)]:
-            result = evaluator.evaluate_source(draft.source, problem, platform)
-            parents.append(Parent(draft, result))
-            if on_result is not None:
-                on_result(parents[-1])
+            evaluate(draft)
     return parents, ""
 
 

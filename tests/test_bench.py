@@ -167,3 +167,13 @@ def test_resume_keeps_earlier_rows_and_refuses_another_policy(tmp_path):
     assert row == dataclasses.asdict(kept)  # not evaluated again
     refused = bench(tmp_path, "cpu-triton", "--resume", "--policy", "loose", suite=one)
     assert refused.exit_code != 0 and "holds a strict run on cpu-triton" in refused.output
+
+
+@pytest.mark.slow
+def test_bench_screens_genomes_before_the_evaluator(tmp_path):
+    out = bench(tmp_path, "cpu-cpp", "--sizes", "ci", "--budget", "1", "--screen", "4",
+                "--match", "01_gemm")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "screened 4 genomes in-process" in out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row["verified"] and row["attempts"] == 1 and "screened 1 of 4" in row["message"]

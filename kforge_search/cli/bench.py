@@ -88,6 +88,13 @@ def bench_cmd(
         str | None, typer.Option(help="only problems whose name contains this")
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the genome search")] = 0,
+    screen: Annotated[
+        int,
+        typer.Option(
+            help="genomes timed in-process first; the fastest --budget go to the evaluator "
+            "(0: off; timed platforms only)"
+        ),
+    ] = 0,
     resume: Annotated[
         bool, typer.Option(help="keep the rows already in OUT/bench.json; run the others")
     ] = False,
@@ -109,6 +116,8 @@ def bench_cmd(
 
     if budget < 1:
         fail(f"--budget {budget}: needs at least 1 evaluation per problem")
+    if screen < 0:
+        fail(f"--screen {screen}: needs 0 (off) or more genomes")
     plat = platform_or_fail(platform)
     try:
         evaluator = Evaluator(EvalConfig(policy=policy))
@@ -132,6 +141,7 @@ def bench_cmd(
             "platform": plat.name,
             "policy": policy,
             "budget": budget,
+            "screen": screen,
             "sizes": sizes or "default",
             "device": device,
             "seconds": round(time.monotonic() - started, 1),
@@ -157,10 +167,33 @@ def bench_cmd(
                 highlight=False,
             )
 
+        def show_screen(ranked: list[Any], name: str = problem.name) -> None:
+            ran = [s.p50_ms for s in ranked if s.p50_ms is not None]
+            fastest = f"fastest {min(ran):.4f} ms, slowest {max(ran):.4f} ms" if ran else ""
+            failed = len(ranked) - len(ran)
+            console.print(
+                f"  {name}: screened {len(ranked)} genomes in-process: {fastest}"
+                + (
+                    f" ({failed} failed: {next(s.error for s in ranked if s.error)[:80]})"
+                    if failed
+                    else ""
+                ),
+                highlight=False,
+            )
+
         problem_started = time.monotonic()
         with console.status(f"[{i}/{len(problems)}] {problem.name} ...", spinner="dots"):
             parents, stop = search_problem(
-                problem, plat, policy, budget, evaluator, agent, seed, on_result=show
+                problem,
+                plat,
+                policy,
+                budget,
+                evaluator,
+                agent,
+                seed,
+                on_result=show,
+                screen=screen,
+                on_screen=show_screen,
             )
             plan = analyze(problem)
             work = None if isinstance(plan, Unsupported) else plan.graph.work
