@@ -1,0 +1,119 @@
+"""A lineage: one chain of candidates for a (problem, platform), grown a step at a time.
+
+Each step asks the lineage's agent for drafts, given every draft the lineage has evaluated
+(with its result) and the references offered to it, evaluates the drafts it has not seen
+before (by normalized source), and turns the results into population `Member`s with parent
+links. Until one of its candidates verifies a lineage is in its functional pass; after that
+its steps are optimization passes. No Ray here: the lineage actor (actors/) wraps this class
+and passes in an `evaluate` that goes to the evaluator pool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kforge_search.agents.base import Agent, Context, Draft, Parent, Reference
+from kforge_search.evaluator.result import EvalResult
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem, source_hash
+from kforge_search.search.population import Member, verified
+
+Evaluate = Callable[[str], EvalResult]  # a candidate's source -> its evaluation
+
+FUNCTIONAL, OPTIMIZATION = "functional", "optimization"
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one step of a lineage did."""
+
+    generation: int
+    pass_kind: str  # FUNCTIONAL or OPTIMIZATION: the lineage's state when the step began
+    members: tuple[Member, ...]  # the candidates it evaluated, in order
+    drafts: tuple[Draft, ...]  # their drafts, same order
+    proposed: int  # drafts the agent returned
+    repeats: int  # of those, sources the lineage had already evaluated (not evaluated again)
+
+
+class Lineage:
+    def __init__(
+        self,
+        lineage_id: str,
+        problem: Problem,
+        platform: Platform,
+        agent: Agent,
+        policy: str = "strict",
+        seed: int = 0,
+    ):
+        if not lineage_id:
+            raise ValueError("a lineage needs an id")
+        self.lineage_id = lineage_id
+        self.problem, self.platform, self.agent = problem, platform, agent
+        self.policy, self.seed = policy, seed
+        self.generation = 0
+        self.parents: list[Parent] = []  # every evaluated draft, as the agent sees them
+        self.members: list[Member] = []  # the same, as selection sees them
+        self._candidate_of: dict[str, str] = {}  # draft id (source hash) -> candidate id
+
+    @property
+    def pass_kind(self) -> str:
+        return OPTIMIZATION if any(m.verified for m in self.members) else FUNCTIONAL
+
+    def best(self) -> Member | None:
+        """The lineage's best verified member, if any."""
+        ranked = verified(self.members)
+        return ranked[0] if ranked else None
+
+    def adopt(self, draft: Draft, result: EvalResult) -> Member:
+        """Take in an evaluated draft from elsewhere (a fork's starting point, a resumed
+        run) as if this lineage had evaluated it."""
+        return self._record(draft, result)
+
+    def step(self, evaluate: Evaluate, budget: int, references: Sequence[Reference] = ()) -> Step:
+        """Ask for up to `budget` drafts and evaluate the new ones."""
+        if budget < 1:
+            raise ValueError(f"budget={budget}: a step needs at least one evaluation")
+        kind = self.pass_kind
+        context = Context(
+            self.problem,
+            self.platform,
+            self.policy,
+            tuple(self.parents),
+            tuple(references),
+            budget,
+            seed=_step_seed(self.lineage_id, self.seed, self.generation),
+        )
+        proposed = self.agent.propose(context)
+        fresh: list[Draft] = []
+        for draft in proposed:
+            if draft.id not in self._candidate_of and all(d.id != draft.id for d in fresh):
+                fresh.append(draft)
+        fresh = fresh[:budget]
+        members = tuple(self._record(d, evaluate(d.source)) for d in fresh)
+        step = Step(
+            self.generation, kind, members, tuple(fresh), len(proposed), len(proposed) - len(fresh)
+        )
+        self.generation += 1
+        return step
+
+    def _record(self, draft: Draft, result: EvalResult) -> Member:
+        parents = tuple(self._candidate_of[p] for p in draft.parents if p in self._candidate_of)
+        member = Member.from_result(
+            result,
+            draft.source,
+            lineage_id=self.lineage_id,
+            parent_ids=parents,
+            generation=self.generation,
+        )
+        self._candidate_of[source_hash(draft.source)] = member.candidate_id
+        self.parents.append(Parent(draft, result))
+        self.members.append(member)
+        return member
+
+
+def _step_seed(lineage_id: str, seed: int, generation: int) -> int:
+    """A seed per (lineage, step): lineages explore differently, reruns repeat."""
+    digest = hashlib.sha256(f"{lineage_id}:{seed}:{generation}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
