@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 import ray
 from ray.actor import ActorHandle
@@ -160,6 +161,13 @@ class EvaluatorPool:
             self.submit(request)
         while self.pending:
             yield from self.poll()
+
+    def evaluate_many(self, requests: Iterable[Any]) -> Iterator[tuple[str, EvalResult]]:
+        """`(key, result)` for requests with `key`, `source` and `problem` (a search
+        generation's `Request`s), in the order they finish."""
+        asked = (EvalRequest(r.key, r.source, r.problem) for r in requests)
+        for outcome in self.map(asked):
+            yield outcome.request.key, outcome.result
 
     def _collect(self, ref: ray.ObjectRef) -> EvalOutcome | None:
         run = self._running.pop(ref)

@@ -10,6 +10,7 @@ and passes in an `evaluate` that goes to the evaluator pool.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -33,8 +34,20 @@ class Step:
     pass_kind: str  # FUNCTIONAL or OPTIMIZATION: the lineage's state when the step began
     members: tuple[Member, ...]  # the candidates it evaluated, in order
     drafts: tuple[Draft, ...]  # their drafts, same order
-    proposed: int  # drafts the agent returned
-    repeats: int  # of those, sources the lineage had already evaluated (not evaluated again)
+    proposed: int = 0  # drafts the agent returned (step() fills it in)
+    repeats: int = 0  # of those, sources the lineage had already evaluated (not evaluated again)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    drafts: tuple[Draft, ...]  # new to the lineage, at most the budget
+    proposed: int  # drafts the agent returned, repeats included
+
+    def counted(self, step: Step) -> Step:
+        """The step that recorded this proposal, with what was proposed and repeated."""
+        return dataclasses.replace(
+            step, proposed=self.proposed, repeats=self.proposed - len(self.drafts)
+        )
 
 
 class Lineage:
@@ -71,11 +84,11 @@ class Lineage:
         run) as if this lineage had evaluated it."""
         return self._record(draft, result)
 
-    def step(self, evaluate: Evaluate, budget: int, references: Sequence[Reference] = ()) -> Step:
-        """Ask for up to `budget` drafts and evaluate the new ones."""
+    def propose(self, budget: int, references: Sequence[Reference] = ()) -> Proposal:
+        """Up to `budget` drafts the lineage has not evaluated yet (the agent's answer to
+        every draft it evaluated, with its result, and the references offered)."""
         if budget < 1:
             raise ValueError(f"budget={budget}: a step needs at least one evaluation")
-        kind = self.pass_kind
         context = Context(
             self.problem,
             self.platform,
@@ -90,13 +103,23 @@ class Lineage:
         for draft in proposed:
             if draft.id not in self._candidate_of and all(d.id != draft.id for d in fresh):
                 fresh.append(draft)
-        fresh = fresh[:budget]
-        members = tuple(self._record(d, evaluate(d.source)) for d in fresh)
-        step = Step(
-            self.generation, kind, members, tuple(fresh), len(proposed), len(proposed) - len(fresh)
-        )
+        return Proposal(tuple(fresh[:budget]), len(proposed))
+
+    def record(self, drafts: Sequence[Draft], results: Sequence[EvalResult]) -> Step:
+        """Take in the results of a proposal's drafts (same order): one step done."""
+        if len(drafts) != len(results):
+            raise ValueError(f"{len(drafts)} drafts but {len(results)} results")
+        kind = self.pass_kind
+        members = tuple(self._record(d, r) for d, r in zip(drafts, results, strict=True))
+        step = Step(self.generation, kind, members, tuple(drafts), 0, 0)
         self.generation += 1
         return step
+
+    def step(self, evaluate: Evaluate, budget: int, references: Sequence[Reference] = ()) -> Step:
+        """Propose, evaluate the new drafts one by one, record."""
+        proposal = self.propose(budget, references)
+        step = self.record(proposal.drafts, [evaluate(d.source) for d in proposal.drafts])
+        return proposal.counted(step)
 
     def _record(self, draft: Draft, result: EvalResult) -> Member:
         parents = tuple(self._candidate_of[p] for p in draft.parents if p in self._candidate_of)
