@@ -1,0 +1,186 @@
+"""The search loop: lineages per (problem, platform), grown a generation at a time.
+
+Each generation every live lineage proposes and all drafts of a platform are evaluated
+together (its `evaluate_many`: a Ray evaluator pool in a search). Between generations the
+lineages of each (problem, platform) are judged: the strongest fork (a new lineage starts
+from its best member), the weakest retire (`lineages.plan_lineages`). Every lineage is
+offered the best verified kernels of the same problem on the other platforms as references
+(live cross-platform transfer). The budget is checked before each generation, and the
+search stops with the reason. No Ray here (actors/ and the CLI bring it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from kforge_search.agents.base import Agent, Reference
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem
+from kforge_search.search.budget import Budget, BudgetTracker
+from kforge_search.search.generation import EvaluateMany, run_generation
+from kforge_search.search.lineage import Lineage, Step
+from kforge_search.search.lineages import lineage_scores, plan_lineages
+from kforge_search.search.population import Member, references_for, verified
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    lineages: int = 2  # per (problem, platform) at the start
+    generations: int = 3
+    drafts_per_step: int = 1  # evaluations a lineage asks for per generation
+    policy: str = "strict"
+    seed: int = 0
+    fork: int = 1  # lineages forked per (problem, platform) and generation
+    retire: int = 1  # lineages retired likewise
+    min_alive: int = 1
+    max_alive: int = 4
+    judge_after: int = 1  # generations a lineage lives before it can be forked or retired
+
+    def __post_init__(self) -> None:
+        for name in ("lineages", "generations", "drafts_per_step", "max_alive"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)}: needs >= 1")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    generations: int  # generations run
+    stop: str  # why it stopped: "generations" or the budget's message
+    best: dict[tuple[str, str], Member]  # (problem id, platform) -> best verified member
+    members: tuple[Member, ...]
+    retired: tuple[str, ...] = field(default=())
+    forked: tuple[str, ...] = field(default=())
+
+
+OnStep = Callable[[Lineage, Step], None]
+
+
+class Search:
+    def __init__(
+        self,
+        problems: Sequence[Problem],
+        platforms: Sequence[Platform],
+        agent: Agent,
+        evaluate_many: Mapping[str, EvaluateMany],
+        config: SearchConfig,
+        budget: Budget,
+        on_step: OnStep | None = None,
+    ):
+        missing = [p.name for p in platforms if p.name not in evaluate_many]
+        if missing:
+            raise ValueError(f"no evaluator for platform(s) {missing}")
+        self.problems, self.platforms, self.agent = problems, platforms, agent
+        self.evaluate_many, self.config = evaluate_many, config
+        self.tracker = BudgetTracker(budget)
+        self.on_step = on_step
+        self.alive: list[Lineage] = [
+            self._lineage(problem, platform, i)
+            for problem in problems
+            for platform in platforms
+            for i in range(config.lineages)
+        ]
+        self.retired: list[Lineage] = []
+        self.forked: list[str] = []
+
+    def _lineage(self, problem: Problem, platform: Platform, n: int) -> Lineage:
+        lineage_id = f"{problem.name}@{platform.name}#{n}"
+        return Lineage(lineage_id, problem, platform, self.agent, self.config.policy, n)
+
+    @property
+    def lineages(self) -> list[Lineage]:
+        return self.alive + self.retired
+
+    def members(self) -> list[Member]:
+        return [m for lineage in self.lineages for m in lineage.members]
+
+    def run(self) -> SearchResult:
+        done, stop = 0, "generations"
+        while done < self.config.generations:
+            if (out := self.tracker.exhausted()) is not None:
+                stop = out.message
+                break
+            self.generation(done)
+            done += 1
+        best: dict[tuple[str, str], Member] = {}
+        for m in verified(self.members()):
+            best.setdefault((m.problem_id, m.platform), m)
+        return SearchResult(
+            done,
+            stop,
+            best,
+            tuple(self.members()),
+            tuple(lin.lineage_id for lin in self.retired),
+            tuple(self.forked),
+        )
+
+    def generation(self, index: int) -> None:
+        cfg = self.config
+        left = self.tracker.budget.max_candidates
+        for platform in self.platforms:
+            group = [lin for lin in self.alive if lin.platform.name == platform.name]
+            if left is not None:  # never propose past the candidate budget
+                room = left - self.tracker.usage().candidates
+                group = group[: max(0, room // cfg.drafts_per_step)]
+            if not group:
+                continue
+            refs = {lin.lineage_id: self._references(lin) for lin in group}
+            steps = run_generation(
+                group, self.evaluate_many[platform.name], cfg.drafts_per_step, refs
+            )
+            for lineage, step in zip(group, steps, strict=True):
+                self.tracker.add_candidates(len(step.members))
+                if self.on_step is not None:
+                    self.on_step(lineage, step)
+        if index + 1 >= cfg.judge_after:
+            self._judge()
+
+    def _references(self, lineage: Lineage) -> tuple[Reference, ...]:
+        """The best verified kernel of this problem on each other platform."""
+        sources = {
+            lin.members[i].candidate_id: p.draft.source
+            for lin in self.lineages
+            if lin.problem.id == lineage.problem.id
+            for i, p in enumerate(lin.parents)
+        }
+        same_problem = [m for m in self.members() if m.problem_id == lineage.problem.id]
+        return tuple(
+            Reference(sources[m.candidate_id], lineage.problem.name, m.platform, m.speedup)
+            for m in references_for(same_problem, lineage.platform.name)
+        )
+
+    def _judge(self) -> None:
+        cfg = self.config
+        groups: dict[tuple[str, str], list[Lineage]] = {}
+        for lin in self.alive:
+            if lin.generation >= cfg.judge_after:
+                groups.setdefault((lin.problem.id, lin.platform.name), []).append(lin)
+        for group in groups.values():
+            by_id = {lin.lineage_id: lin for lin in group}
+            scores = lineage_scores(m for lin in group for m in lin.members)
+            plan = plan_lineages(
+                scores,
+                fork=cfg.fork,
+                retire=cfg.retire,
+                min_alive=cfg.min_alive,
+                max_alive=cfg.max_alive,
+            )
+            for lineage_id in plan.retire:
+                lin = by_id[lineage_id]
+                self.alive.remove(lin)
+                self.retired.append(lin)
+            for lineage_id in plan.fork:
+                self.alive.append(self._fork(by_id[lineage_id]))
+
+    def _fork(self, parent: Lineage) -> Lineage:
+        """A new lineage that starts from `parent`'s best member (adopted, not evaluated
+        again)."""
+        n = sum(1 for lin in self.lineages if lin.problem.id == parent.problem.id)
+        child = self._lineage(parent.problem, parent.platform, n)
+        best = parent.best()
+        assert best is not None  # plan_lineages forks verified lineages only
+        index = next(i for i, m in enumerate(parent.members) if m is best)
+        found = parent.parents[index]
+        child.adopt(found.draft, found.result)
+        self.forked.append(child.lineage_id)
+        return child

@@ -1,0 +1,58 @@
+"""The search loop in one process: two problems on cpu-cpp with the builtin agent."""
+
+from __future__ import annotations
+
+import pytest
+
+from kforge_search.agents import BuiltinAgent
+from kforge_search.evaluator import EvalConfig, Evaluator
+from kforge_search.platforms import get_platform
+from kforge_search.problem import resolve_problem
+from kforge_search.search.budget import Budget
+from kforge_search.search.engine import Search, SearchConfig
+from kforge_search.search.generation import sequential
+
+CPP = get_platform("cpu-cpp")
+PROBLEMS = [
+    resolve_problem("level2/01_gemm_bias_relu", size_set="ci"),
+    resolve_problem("level2/05_gemm_scale_clamp_min", size_set="ci"),
+]
+
+
+def test_search_forks_within_the_candidate_budget_and_stops_with_the_reason():
+    evaluate_many = sequential(Evaluator(EvalConfig(baselines=("eager",), check_unseen=False)), CPP)
+    steps = []
+    search = Search(
+        PROBLEMS,
+        [CPP],
+        BuiltinAgent(),
+        {CPP.name: evaluate_many},
+        SearchConfig(lineages=2, generations=3, max_alive=3),
+        Budget(max_candidates=7),
+        on_step=lambda lineage, step: steps.append((lineage.lineage_id, step)),
+    )
+    result = search.run()
+    assert result.generations == 2
+    assert result.stop == "budget exhausted: max_candidates used 7 of 7"
+    assert sum(len(step.members) for _, step in steps) == 7
+    assert {key[0] for key in result.best} == {p.id for p in PROBLEMS}
+    assert all(m.verified and m.speedup for m in result.best.values())
+    # a fork starts from its parent lineage's best member, and continues from it
+    assert result.forked
+    by_id = {lin.lineage_id: lin for lin in search.lineages}
+    for lineage_id in result.forked:
+        start = by_id[lineage_id].members[0]
+        assert start.verified and any(
+            m.candidate_id == start.candidate_id
+            for lin in search.lineages
+            if lin.lineage_id != lineage_id
+            for m in lin.members
+        )
+    # selection never builds on an unverified parent
+    known = {m.candidate_id: m for m in result.members}
+    assert all(known[p].verified for m in result.members for p in m.parent_ids)
+
+
+def test_a_platform_without_an_evaluator_is_refused():
+    with pytest.raises(ValueError, match="no evaluator"):
+        Search(PROBLEMS, [CPP], BuiltinAgent(), {}, SearchConfig(), Budget(max_candidates=1))
