@@ -206,13 +206,15 @@ def platforms_cmd() -> None:
     console.print(table)
 
 
-def _register_bench() -> None:
+def _register() -> None:
     from kforge_search.cli.bench import bench_cmd
+    from kforge_search.cli.search import search_cmd
 
     app.command("bench")(bench_cmd)
+    app.command("search")(search_cmd)
 
 
-_register_bench()
+_register()
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kforge_search.agents.base import Agent, Reference
+from kforge_search.evaluator.result import EvalResult
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
 from kforge_search.search.budget import Budget, BudgetTracker
@@ -82,6 +83,7 @@ class Search:
         ]
         self.retired: list[Lineage] = []
         self.forked: list[str] = []
+        self.known: dict[str, EvalResult] = {}  # every result, by generation.result_key
 
     def _lineage(self, problem: Problem, platform: Platform, n: int) -> Lineage:
         lineage_id = f"{problem.name}@{platform.name}#{n}"
@@ -126,10 +128,10 @@ class Search:
                 continue
             refs = {lin.lineage_id: self._references(lin) for lin in group}
             steps = run_generation(
-                group, self.evaluate_many[platform.name], cfg.drafts_per_step, refs
+                group, self.evaluate_many[platform.name], cfg.drafts_per_step, refs, self.known
             )
             for lineage, step in zip(group, steps, strict=True):
-                self.tracker.add_candidates(len(step.members))
+                self.tracker.add_candidates(step.reused.count(False))
                 if self.on_step is not None:
                     self.on_step(lineage, step)
         if index + 1 >= cfg.judge_after:
@@ -181,6 +183,8 @@ class Search:
         assert best is not None  # plan_lineages forks verified lineages only
         index = next(i for i, m in enumerate(parent.members) if m is best)
         found = parent.parents[index]
+        child.generation = best.generation  # the adopted member keeps its generation
         child.adopt(found.draft, found.result)
+        child.generation = parent.generation  # and the child goes on from the parent's
         self.forked.append(child.lineage_id)
         return child

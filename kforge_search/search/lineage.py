@@ -34,8 +34,10 @@ class Step:
     pass_kind: str  # FUNCTIONAL or OPTIMIZATION: the lineage's state when the step began
     members: tuple[Member, ...]  # the candidates it evaluated, in order
     drafts: tuple[Draft, ...]  # their drafts, same order
+    results: tuple[EvalResult, ...]  # their evaluations, same order
     proposed: int = 0  # drafts the agent returned (step() fills it in)
     repeats: int = 0  # of those, sources the lineage had already evaluated (not evaluated again)
+    reused: tuple[bool, ...] = ()  # per member: its result came from another lineage's run
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class Lineage:
             raise ValueError(f"{len(drafts)} drafts but {len(results)} results")
         kind = self.pass_kind
         members = tuple(self._record(d, r) for d, r in zip(drafts, results, strict=True))
-        step = Step(self.generation, kind, members, tuple(drafts), 0, 0)
+        step = Step(self.generation, kind, members, tuple(drafts), tuple(results))
         self.generation += 1
         return step
 

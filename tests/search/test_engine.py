@@ -34,7 +34,9 @@ def test_search_forks_within_the_candidate_budget_and_stops_with_the_reason():
     result = search.run()
     assert result.generations == 2
     assert result.stop == "budget exhausted: max_candidates used 7 of 7"
-    assert sum(len(step.members) for _, step in steps) == 7
+    assert sum(step.reused.count(False) for _, step in steps) == 7  # evaluations run
+    # both lineages of a problem start from the seed genome: evaluated once, shared
+    assert [step.reused for _, step in steps[:4]] == [(False,), (True,), (False,), (True,)]
     assert {key[0] for key in result.best} == {p.id for p in PROBLEMS}
     assert all(m.verified and m.speedup for m in result.best.values())
     # a fork starts from its parent lineage's best member, and continues from it
