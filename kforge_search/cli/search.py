@@ -7,12 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+
+from kforge_search.cli.db import DEFAULT_DB, DbOpt
 
 console = Console()
 
@@ -83,7 +84,7 @@ def search_cmd(
     agent: Annotated[str, typer.Option(help="builtin (LLM agents: not yet)")] = "builtin",
     policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
     workers: Annotated[int, typer.Option(help="evaluator actors per platform")] = 1,
-    db: Annotated[str, typer.Option("--db", help="the kernel database")] = "kforge.duckdb",
+    db: DbOpt = DEFAULT_DB,
     sizes: Annotated[
         str | None, typer.Option("--sizes", help="a named size set of the problems (e.g. ci)")
     ] = None,
@@ -123,7 +124,7 @@ def search_cmd(
     started = time.monotonic()
     try:
         try:
-            writer = BatchedWriter(start_writer(Path(db)), batch_size=50)
+            writer = BatchedWriter(start_writer(db), batch_size=50)
         except WriterUnavailable as exc:
             fail(str(exc), "close the process that holds the database, or pass another --db")
         settings = {"problems": [p.name for p in probs], "platforms": platform, **vars(config)}
