@@ -184,8 +184,14 @@ class BuiltinAgent:
     def _variation(
         self, context: Context, seed: Genome, rng: random.Random, among: frozenset[str]
     ) -> tuple[Genome, str, tuple[str, ...]]:
-        ranked = sorted(
-            (p for p in context.parents if p.p50_ms is not None and p.draft.genome is not None),
+        ranked = sorted(  # verified parents only: timed, and not failing the unseen sizes
+            (
+                p
+                for p in context.parents
+                if p.p50_ms is not None
+                and p.result.generalizes != "no"
+                and p.draft.genome is not None
+            ),
             key=lambda p: p.p50_ms or 0.0,
         )
         ranked = [p for p in ranked if type(p.draft.genome) is type(seed)]

@@ -122,3 +122,14 @@ def test_unsupported_problems_get_no_drafts():
 def test_cpp_drafts_carry_the_shared_library():
     (draft,) = BuiltinAgent().propose(Context(PROBLEM, get_platform("cpu-cpp")))
     assert "load_inline" in draft.source and draft.precision == "ieee"
+
+
+def test_a_parent_that_fails_the_unseen_sizes_is_never_mutated():
+    agent = BuiltinAgent(drafts_per_call=6)
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    fast = agent.synthesize(PROBLEM, TRITON, TritonGenome(block_m=32), "fast but wrong elsewhere")
+    unseen_fails = Parent(fast, dataclasses.replace(result(True, 0.5), generalizes="no"))
+    parents = (parent(seed, True, 1.0), unseen_fails)
+    drafts = agent.propose(Context(PROBLEM, TRITON, parents=parents, budget=6, seed=2))
+    assert drafts and all(fast.id not in d.parents for d in drafts)
+    assert any(seed.id in d.parents for d in drafts)
