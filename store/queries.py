@@ -201,3 +201,32 @@ def stats(reader: Reader) -> StoreStats:
         reader.query(statuses).rows,
         reader.query(platforms).rows,
     )
+
+
+@dataclass(frozen=True)
+class Exportable:
+    """A candidate's source with what an exported module says about it."""
+
+    candidate_id: str
+    problem_name: str
+    platform: str
+    verified: bool
+    speedup_eager: float | None
+    speedup_compile: float | None
+    device_name: str
+    source: str = field(repr=False)
+
+
+def exportable(reader: Reader, candidate: str) -> Exportable:
+    """The candidate (id or unique prefix) with its verification and best speedups."""
+    cid = resolve_candidate(reader, candidate)
+    (row,) = reader.query(
+        """SELECT c.id, coalesce(p.name, c.problem_id), c.platform, coalesce(k.verified, FALSE),
+            k.speedup_eager, k.speedup_compile, coalesce(h.device_name, ''), c.source
+        FROM candidates c LEFT JOIN problems p ON p.id = c.problem_id
+            LEFT JOIN kernels k ON k.candidate_id = c.id
+            LEFT JOIN hardware h ON h.id = k.hardware_id
+        WHERE c.id = ?""",
+        [cid],
+    ).rows
+    return Exportable(*row)

@@ -208,10 +208,12 @@ def platforms_cmd() -> None:
 
 def _register() -> None:
     from kforge_search.cli.bench import bench_cmd
+    from kforge_search.cli.export import export_cmd
     from kforge_search.cli.search import search_cmd
 
     app.command("bench")(bench_cmd)
     app.command("search")(search_cmd)
+    app.command("export")(export_cmd)
 
 
 _register()

@@ -163,3 +163,26 @@ def test_the_db_cli_imports_no_heavy_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_export_writes_a_verified_kernel_and_keeps_what_exists(db, tmp_path):
+    from kforge_search.cli.app import app as kforge_app
+
+    path, c = db
+    out = tmp_path / "kernels" / "gemm_relu.py"
+    args = ["export", c["grandchild"].id[:8], "--out", str(out), "--db", str(path)]
+    done = runner.invoke(kforge_app, args)
+    assert done.exit_code == 0, said(done)
+    text = out.read_text()
+    assert text.startswith(f"# Exported by kforge: candidate {c['grandchild'].id} for gemm_relu")
+    assert "verified; 2.50x vs eager" in text and text.endswith(c["grandchild"].source)
+    again = runner.invoke(kforge_app, args)
+    assert again.exit_code == 2 and "left as it is" in said(again)
+    assert out.read_text() == text
+    wrong = tmp_path / "wrong.py"
+    refused = runner.invoke(
+        kforge_app, ["export", c["child"].id, "--out", str(wrong), "--db", str(path)]
+    )
+    assert refused.exit_code == 2 and "has not verified" in said(refused) and not wrong.exists()
+    forced = [*args, "--force"]
+    assert runner.invoke(kforge_app, forced).exit_code == 0
