@@ -110,7 +110,9 @@ def search_cmd(
         fail(f"--agent {agent}: only the builtin agent exists so far", "use --agent builtin")
     try:
         config = SearchConfig(lineages=lineages, generations=generations, policy=policy, seed=seed)
-        budget = Budget(max_candidates=max_candidates or lineages * generations * 64)
+        # no --max-candidates: the most the generations can evaluate (every lineage alive)
+        most = len(problems) * len(platform) * max(lineages, config.max_alive) * generations
+        budget = Budget(max_candidates=max_candidates or most * config.drafts_per_step)
         eval_config = EvalConfig(policy=policy)
     except ValueError as exc:
         fail(str(exc))
