@@ -101,11 +101,11 @@ def bench_cmd(
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
     from kforge_search.agents import BuiltinAgent
-    from kforge_search.agents.builtin import analyze
     from kforge_search.agents.ir import Unsupported
     from kforge_search.bench import (
         BenchError,
         bench_row,
+        best_parent,
         load_rows,
         search_problem,
         summarize,
@@ -195,7 +195,7 @@ def bench_cmd(
                 screen=screen,
                 on_screen=show_screen,
             )
-            plan = analyze(problem)
+            plan = agent.plan(problem)  # traced once, by the agent (cached there)
             work = None if isinstance(plan, Unsupported) else plan.graph.work
             best = next((p for p in parents if p.result.ok), None)
             baselines = best.result.baselines if best else ()
@@ -207,8 +207,6 @@ def bench_cmd(
             row = dataclasses.replace(row, seconds=round(time.monotonic() - problem_started, 1))
         rows.append(row)
         if row.verified:
-            from kforge_search.bench import best_parent
-
             chosen = best_parent(parents)
             assert chosen is not None
             best_dir.mkdir(parents=True, exist_ok=True)

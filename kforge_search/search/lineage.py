@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from kforge_search.agents.base import Agent, Context, Draft, Parent, Reference
 from kforge_search.evaluator.result import EvalResult
 from kforge_search.platforms import Platform
-from kforge_search.problem import Problem, source_hash
+from kforge_search.problem import Problem
 from kforge_search.search.population import Member, verified
 
 Evaluate = Callable[[str], EvalResult]  # a candidate's source -> its evaluation
@@ -132,7 +132,7 @@ class Lineage:
             parent_ids=parents,
             generation=self.generation,
         )
-        self._candidate_of[source_hash(draft.source)] = member.candidate_id
+        self._candidate_of[draft.id] = member.candidate_id
         self.parents.append(Parent(draft, result))
         self.members.append(member)
         return member
