@@ -19,6 +19,7 @@ from kforge_search.agents.plan import Plan, lower
 from kforge_search.agents.render_cpp import render_cpp
 from kforge_search.agents.render_triton import render_triton
 from kforge_search.agents.trace import trace_problem
+from kforge_search.agents.triton_kernels import tma_capable
 from kforge_search.evaluator.result import Status
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -51,6 +52,8 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
         names -= TAIL_GENES
     if not any(st.tail and st.fusable for st in plan.stages):
         names -= FUSE_GENES
+    if not any(tma_capable(st) for st in plan.stages):
+        names -= {"loads"}
     return names
 
 
@@ -60,14 +63,14 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         return CppGenome()
     precision = "tf32x3" if policy == "strict" else "tf32"
     shapes = {
-        "tf32x3": dict(block_m=128, block_n=128, block_k=32, num_stages=3),
+        "tf32x3": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
         "tf32": dict(block_m=128, block_n=256, block_k=32, num_stages=3),
     }[precision]
     rows = max((b * m for b, m, _, _ in plan.graph.work.gemms), default=0)
     cols = max((n for _, _, n, _ in plan.graph.work.gemms), default=0)
     if rows <= 64:
         shapes["block_m"] = 64
-    base = TritonGenome(precision=precision, **shapes)  # type: ignore[arg-type]
+    base = TritonGenome(precision=precision, loads="tma", **shapes)  # type: ignore[arg-type]
     tiles = min(
         -(-b * m // base.block_m) * -(-n // base.block_n) for b, m, n, _ in plan.graph.work.gemms
     )

@@ -17,6 +17,7 @@ PRECISIONS = ("ieee", "tf32x3", "tf32", "bf16")
 # GEMM input precisions each numeric policy admits (fp32 accumulation always).
 POLICY_PRECISIONS = {"strict": ("ieee", "tf32x3"), "loose": ("ieee", "tf32x3", "tf32", "bf16")}
 PLACEMENTS = ("fused", "second_pass")
+LOADS = ("pointer", "tma")
 SMEM_BYTES = 200 * 1024  # what the pipelined operand tiles may take (H100: 227 KiB per SM)
 
 
@@ -37,6 +38,7 @@ class TritonGenome:
     precision: str = "tf32x3"
     placement: str = "fused"  # tail inside the GEMM when a tile spans the row, per call
     weight_layout: str = "nk"  # "kn": a transposed copy of the weight, made once and cached
+    loads: str = "pointer"  # "tma": operand tiles through TMA descriptors where the tensors allow
     fuse_limit: int = 256  # the longest row (or column) a fused tile may span
     pass_block: int = 1024  # elements per step of the second pass
     pass_warps: int = 4
@@ -58,6 +60,8 @@ class TritonGenome:
             raise ValueError(f"placement={self.placement!r}: use one of {PLACEMENTS}")
         if self.weight_layout not in ("nk", "kn"):
             raise ValueError(f"weight_layout={self.weight_layout!r}: use nk or kn")
+        if self.loads not in LOADS:
+            raise ValueError(f"loads={self.loads!r}: use one of {LOADS}")
 
     @property
     def smem_bytes(self) -> int:
@@ -98,6 +102,7 @@ TRITON_SPACE: dict[str, tuple[Any, ...]] = {
     "split_k": (1, 2, 4, 8),
     "placement": PLACEMENTS,
     "weight_layout": ("nk", "kn"),
+    "loads": LOADS,
     "fuse_limit": (64, 128, 256, 512),
     "pass_block": (256, 512, 1024, 2048, 4096),
     "pass_warps": (2, 4, 8),

@@ -7,7 +7,7 @@ from kforge_search.agents.genome import TritonGenome
 from kforge_search.agents.ops import TRITON_HELPERS
 from kforge_search.agents.plan import Plan, StagePlan
 from kforge_search.agents.source import model_source
-from kforge_search.agents.triton_kernels import Kernel, gemm_kernel, pass_kernel
+from kforge_search.agents.triton_kernels import Kernel, gemm_kernel, pass_kernel, uses_tma
 from kforge_search.agents.triton_lines import Names
 
 
@@ -23,6 +23,22 @@ class StageWriter:
         self.plan, self.stage, self.genome, self.names = plan, stage, genome, names
         self.kernels: list[Kernel] = []
         self.s = stage.index
+        self.b_kn = _b_operand(stage, genome)[1] == "kn"
+        self.tma = uses_tma(stage, genome, "full")
+
+    def _gemm(self, name: str, mode: str, targets: tuple[int, ...], leaves: set[int]) -> Kernel:
+        return gemm_kernel(
+            self.plan, self.stage, self.genome, self.names, name, mode, targets, leaves, self.b_kn
+        )
+
+    def _operands(self, head: list[str], bm: str, bn: str) -> tuple[list[str], list[str], str]:
+        """(lines before the launch, its leading arguments, the TMA constant) for a GEMM
+        launch with tiles bm x bn: descriptors come after the operand (and workspace) pointers."""
+        if not self.tma:
+            return [], head, ""
+        s, bk = self.s, self.genome.block_k
+        line = f"da{s}, db{s} = _kf_descs(a{s}, w{s}, {bm}, {bn}, {bk}, {self.b_kn})"
+        return [line], [*head, f"da{s}", f"db{s}"], f", TMA=da{s} is not None"
 
     def _sizes(self, nc: str | None = None, pool: str | None = None, plane: str = "0") -> list[str]:
         s = self.s
@@ -43,9 +59,11 @@ class StageWriter:
     def _consts(self, bm: str, bn: str, split: int = 1, dot: bool = True) -> str:
         gn = self.genome
         bf16 = ", BF16_IN_FP32=_KF_BF16_IN_FP32" if dot and gn.precision == "bf16" else ""
+        # K slices of whole BLOCK_K steps: the K loop needs no masks
+        even = f", EVEN_K=K{self.s} % {gn.block_k * split} == 0" if dot else ""
         return (
             f"BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={gn.block_k}, GROUP_M={gn.group_m}, "
-            f"SPLIT_K={split}, num_warps={gn.num_warps}, num_stages={gn.num_stages}{bf16}"
+            f"SPLIT_K={split}, num_warps={gn.num_warps}, num_stages={gn.num_stages}{even}{bf16}"
         )
 
     def _alloc(self, ids: tuple[int, ...]) -> list[str]:
@@ -62,12 +80,8 @@ class StageWriter:
         grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, {gn.block_n}), 1, BT{s})"
         consts = self._consts(str(gn.block_m), str(gn.block_n))
         if gn.split_k > 1:
-            part = gemm_kernel(
-                self.plan, st, gn, self.names, f"_kf_s{s}_partial", "partial", (), leaves
-            )
-            red = gemm_kernel(
-                self.plan, st, gn, self.names, f"_kf_s{s}_reduce", "reduce", stores, leaves
-            )
+            part = self._gemm(f"_kf_s{s}_partial", "partial", (), leaves)
+            red = self._gemm(f"_kf_s{s}_reduce", "reduce", stores, leaves)
             self.kernels += [part, red]
             pgrid = (
                 f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(N{s}, {gn.block_n}), "
@@ -79,23 +93,21 @@ class StageWriter:
                 "dtype=torch.float32)"
             )
             plane = f"R * N{s}"
+            pre, head, tma = self._operands(
+                [f"a{s}", f"w{s}", f"ws{s}"], str(gn.block_m), str(gn.block_n)
+            )
+            lines += pre
             lines.append(
-                _launch(
-                    part,
-                    pgrid,
-                    [f"a{s}", f"w{s}", f"ws{s}"],
-                    self._sizes(f"N{s}", "1", plane),
-                    split_consts,
-                )
+                _launch(part, pgrid, head, self._sizes(f"N{s}", "1", plane), split_consts + tma)
             )
             reduce_consts = self._consts(str(gn.block_m), str(gn.block_n), gn.split_k, dot=False)
             lines.append(_launch(red, grid, [f"ws{s}"], self._sizes(plane=plane), reduce_consts))
         else:
-            kernel = gemm_kernel(
-                self.plan, st, gn, self.names, f"_kf_s{s}_gemm", "full", stores, leaves
-            )
+            kernel = self._gemm(f"_kf_s{s}_gemm", "full", stores, leaves)
             self.kernels.append(kernel)
-            lines.append(_launch(kernel, grid, [f"a{s}", f"w{s}"], self._sizes(), consts))
+            pre, head, tma = self._operands([f"a{s}", f"w{s}"], str(gn.block_m), str(gn.block_n))
+            lines += pre
+            lines.append(_launch(kernel, grid, head, self._sizes(), consts + tma))
         if st.tail:
             lines += self._pass_lines(leaves | set(stores))
         return lines
@@ -115,9 +127,7 @@ class StageWriter:
 
     def fused_lines(self, leaves: set[int]) -> list[str]:
         st, s, gn = self.stage, self.s, self.genome
-        kernel = gemm_kernel(
-            self.plan, st, gn, self.names, f"_kf_s{s}_fused", "full", st.outs, leaves
-        )
+        kernel = self._gemm(f"_kf_s{s}_fused", "full", st.outs, leaves)
         self.kernels.append(kernel)
         if st.axis == "row":
             sizes = [
@@ -131,8 +141,9 @@ class StageWriter:
                 f"bn = max(16, min({gn.block_n}, 8192 // bm))",
             ]
             grid = f"(triton.cdiv(NC{s}, bn), 1, BT{s})"
-        launch = _launch(kernel, grid, [f"a{s}", f"w{s}"], self._sizes(), self._consts("bm", "bn"))
-        return [*self._alloc(st.outs), *sizes, launch]
+        pre, head, tma = self._operands([f"a{s}", f"w{s}"], "bm", "bn")
+        launch = _launch(kernel, grid, head, self._sizes(), self._consts("bm", "bn") + tma)
+        return [*self._alloc(st.outs), *sizes, *pre, launch]
 
     def lines(self) -> tuple[list[str], list[str]]:
         """(lines making A, the rest of the stage)."""
@@ -196,6 +207,7 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         kernels=[k.source for w in writers for k in w.kernels],
         kernels_names=[k.name for w in writers for k in w.kernels],
         derived=any("_kf_derived" in line for line in body),
+        tma=any(w.tma for w in writers),
         bf16=genome.precision == "bf16",
         body="\n".join(body),
     )

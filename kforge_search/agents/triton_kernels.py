@@ -35,6 +35,16 @@ class Kernel:
         return [f"{p[3:]}.shape[-1]" if p.startswith("ld_") else p for p in self.params]
 
 
+def tma_capable(stage: StagePlan) -> bool:
+    """Whether the stage's operand tiles can come through TMA descriptors: 2-D operands
+    and whole column tiles (pooling reads strided columns; batches have a third dimension)."""
+    return not stage.gemm.batched and stage.pool is None
+
+
+def uses_tma(stage: StagePlan, genome: TritonGenome, mode: str) -> bool:
+    return genome.loads == "tma" and mode != "reduce" and tma_capable(stage)
+
+
 def gemm_kernel(
     plan: Plan,
     stage: StagePlan,
@@ -44,6 +54,7 @@ def gemm_kernel(
     mode: str,
     targets: tuple[int, ...],
     leaves: set[int],
+    b_kn: bool = False,
 ) -> Kernel:
     graph, g, pool = plan.graph, stage.gemm.id, stage.pool
     params = Params()
@@ -71,6 +82,8 @@ def gemm_kernel(
         params=params.names,
         batched=stage.gemm.batched,
         precision=genome.precision,
+        tma=uses_tma(stage, genome, mode),
+        b_kn=b_kn,
         pool=pool_vars,
         pre_lines="\n".join(pre),
         post_lines="\n".join(post),

@@ -5,7 +5,7 @@ ahead-of-time path: source -> TTIR -> TTGIR -> PTX -> cubin with the bundled ptx
 if any fails. Run it in a process where Triton is not interpreted. Argument types come from
 the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers (b_ptr is bf16 when the
 draft casts its weight), c<k> fp32 scalars, the rest int32; constexprs get the values the
-forward would pass for a typical size.
+forward would pass for a typical size; TMA descriptors (a_desc, b_desc) the BLOCK_* tiles.
 """
 
 from __future__ import annotations
@@ -19,8 +19,16 @@ from typing import Any
 
 CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
-    "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False,
+    "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
 }  # fmt: skip
+
+
+def desc_type(name: str, bf16_weight: bool, b_kn: bool, consts: dict[str, Any]) -> str:
+    m, n, k = consts["BLOCK_M"], consts["BLOCK_N"], consts["BLOCK_K"]
+    if name == "a_desc":
+        return f"tensordesc<fp32[{m}, {k}]>"
+    block = f"[{k}, {n}]" if b_kn else f"[{n}, {k}]"
+    return f"tensordesc<{'bf16' if bf16_weight else 'fp32'}{block}>"
 
 
 def arg_type(name: str, bf16_weight: bool) -> str:
@@ -51,8 +59,17 @@ def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[
         params = fn.arg_names
         if not any(p in CONSTEXPRS for p in params):
             continue  # a helper called from kernels
-        signature = {p: "constexpr" if p in CONSTEXPRS else arg_type(p, bf16) for p in params}
         consts = {p: constexprs.get(p, CONSTEXPRS[p]) for p in params if p in CONSTEXPRS}
+        shapes = {**CONSTEXPRS, **consts}
+        b_kn = "b_desc.load([k0," in fn.src
+        signature = {
+            p: "constexpr"
+            if p in CONSTEXPRS
+            else desc_type(p, bf16, b_kn, shapes)
+            if p.endswith("_desc")
+            else arg_type(p, bf16)
+            for p in params
+        }
         try:
             src = ASTSource(fn=fn, signature=signature, constexprs=consts)
             kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32))
