@@ -12,7 +12,7 @@ import torch
 
 from kforge_search.agents.builtin import BuiltinAgent, seed_genome
 from kforge_search.evaluator.build import load_candidate_class
-from kforge_search.evaluator.timing import capture_clocks, time_cuda_events
+from kforge_search.evaluator.timing import capture_clocks
 from kforge_search.platforms import get_platform
 from kforge_search.problem import exec_problem, resolve_problem
 
@@ -31,27 +31,46 @@ def main(name: str, policy: str) -> None:
     ref = module.Model(*module.get_init_inputs()).cuda()
     clocks = capture_clocks("cuda")
 
-    def gap(seconds: float, spin_ms: float = 0.0):
-        def between(run: int) -> None:
-            time.sleep(seconds)
-            if spin_ms:
-                torch.cuda._sleep(int(spin_ms * 1.98e6))  # ~1.98 GHz SM clock
+    flush = torch.empty(64 * 2**20, device="cuda")
+    busy_a = torch.randn(4096, 4096, device="cuda")
 
-        return between
+    def run_with(label: str, sleep_s: float, work: str, sync: bool) -> None:
+        for who, m in (("candidate", model), ("eager", ref)):
+            times = []
+            for i in range(25):
+                time.sleep(sleep_s)
+                flush.zero_()
+                torch.cuda.synchronize()
+                if work == "spin":
+                    torch.cuda._sleep(int(1e6))
+                elif work == "matmul":
+                    for _ in range(10):
+                        busy_a @ busy_a
+                if sync:
+                    torch.cuda.synchronize()
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                m(*inputs)
+                end.record()
+                torch.cuda.synchronize()
+                if i >= 5:
+                    times.append(start.elapsed_time(end))
+            times.sort()
+            print(f"{label:34s} {who:9s} p50 {times[len(times) // 2]:.3f} ms")
+            sys.stdout.flush()
 
     with torch.no_grad():
-        for label, hook in [
-            ("no gap", gap(0)),
-            ("50 ms gap", gap(0.05)),
-            ("50 ms gap + 2 ms spin", gap(0.05, 2)),
-            ("200 ms gap", gap(0.2)),
-            ("200 ms gap + 2 ms spin", gap(0.2, 2)),
-            ("200 ms gap + 10 ms spin", gap(0.2, 10)),
+        for args in [
+            ("no gap", 0, "", False),
+            ("50ms gap", 0.05, "", False),
+            ("50ms gap, spin, no sync", 0.05, "spin", False),
+            ("50ms gap, matmuls, sync", 0.05, "matmul", True),
+            ("50ms gap, matmuls, no sync", 0.05, "matmul", False),
+            ("no gap, spin, no sync", 0, "spin", False),
         ]:
-            for who, m in (("candidate", model), ("eager", ref)):
-                t = time_cuda_events(lambda m=m: m(*inputs), clocks, 5, 20, hook)
-                print(f"{label:26s} {who:9s} p50 {t.p50_ms:.3f} ms  p20 {t.p20_ms:.3f}")
-            sys.stdout.flush()
+            run_with(*args)
+    del clocks
 
 
 if __name__ == "__main__":
