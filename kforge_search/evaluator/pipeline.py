@@ -28,6 +28,7 @@ from kforge_search.evaluator.result import (
 )
 from kforge_search.evaluator.sandbox import Child, ChildExit, Limits, make_undumpable
 from kforge_search.evaluator.static_check import static_check
+from kforge_search.evaluator.timing import TIMING_VERSION
 from kforge_search.evaluator.verify import compare_fingerprints, compare_outputs
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
@@ -209,6 +210,7 @@ class Evaluator:
             self.config.seed,
             self.config.warmup,
             self.config.timed_runs,
+            TIMING_VERSION,
         )
         found = {k: b for k in self.config.baselines if (b := self._baselines.get(key, k))}
         missing = tuple(k for k in self.config.baselines if k not in found)
