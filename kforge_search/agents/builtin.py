@@ -84,6 +84,16 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
     return gen.repair(base, policy)
 
 
+def genome_in_source(source: str, platform: Platform) -> Genome | None:
+    """The genome a builtin draft's docstring names (its `Genome: ...` line), so a kernel
+    read back from the database can be tuned further; None for other sources."""
+    for line in source.splitlines():
+        if line.startswith("Genome: "):
+            text = line.removeprefix("Genome: ").rstrip().removesuffix(".")
+            return gen.from_description(text, cpp=platform.language == "cpp")
+    return None
+
+
 class BuiltinAgent:
     name = "builtin"
 

@@ -191,3 +191,23 @@ def describe(genome: Genome) -> str:
         or getattr(genome, f.name) != getattr(defaults, f.name)
     ]
     return " ".join(changed)
+
+
+def from_description(text: str, cpp: bool) -> Genome | None:
+    """The genome `describe` wrote (genes it left out are the defaults); None when the text
+    is not such a description, or names a gene or value the genome does not take."""
+    cls: type[TritonGenome] | type[CppGenome] = CppGenome if cpp else TritonGenome
+    kinds = {f.name: type(getattr(cls(), f.name)) for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for item in text.split():
+        name, eq, value = item.partition("=")
+        if not eq or name not in kinds:
+            return None
+        try:
+            values[name] = kinds[name](value)
+        except ValueError:
+            return None
+    try:
+        return cls(**values) if values else None
+    except ValueError:
+        return None

@@ -210,9 +210,11 @@ def _register() -> None:
     from kforge_search.cli.bench import bench_cmd
     from kforge_search.cli.export import export_cmd
     from kforge_search.cli.search import search_cmd
+    from kforge_search.cli.seed import seed_cmd
 
     app.command("bench")(bench_cmd)
     app.command("search")(search_cmd)
+    app.command("seed")(seed_cmd)
     app.command("export")(export_cmd)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -18,8 +19,24 @@ from kforge_search.cli.db import DEFAULT_DB, DbOpt
 console = Console()
 
 
-def _records(lineage: Any, step: Any, run_id: str) -> list[Any]:
-    """The store rows of one lineage step: problem, hardware, candidate, evaluation, ..."""
+def _load_resume(db: str, ref: str) -> Any:
+    """The run to resume, read before the writer actor takes the database file."""
+    from kforge_search.cli.app import fail
+    from kforge_search.search.resume import ResumeError, load_run
+    from kforge_search.store.reader import Reader
+
+    try:
+        with Reader.open(db) as reader:
+            return load_run(reader, ref)
+    except ResumeError as exc:
+        fail(str(exc))
+    except Exception as exc:  # a missing or unreadable file
+        fail(f"cannot read {db}: {exc}", "pass the --db the run was recorded in")
+
+
+def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[Any]:
+    """The store rows of one lineage step: problem, hardware, candidate, evaluation, ...
+    (not for evaluations replayed from the database: they are there already)."""
     from kforge_search.store.from_eval import Origin, eval_records
 
     rows: list[Any] = []
@@ -27,7 +44,7 @@ def _records(lineage: Any, step: Any, run_id: str) -> list[Any]:
     for member, draft, result, again in zip(
         step.members, step.drafts, step.results, reused, strict=True
     ):
-        if again:  # another lineage's evaluation of the same kernel: recorded with it
+        if again or member.candidate_id in replayed:  # recorded with the first evaluation
             continue
         origin = Origin(
             parent_ids=member.parent_ids,
@@ -72,12 +89,18 @@ def _summary(search: Any) -> Table:
 
 
 def search_cmd(
-    problems: Annotated[list[str], typer.Argument(help="problem files, names or id prefixes")],
+    problems: Annotated[
+        list[str] | None,
+        typer.Argument(help="problem files, names or id prefixes (with --resume: the run's)"),
+    ] = None,
     platform: Annotated[
-        list[str], typer.Option("--platform", help="platform(s) to search; repeat for several")
-    ],
+        list[str] | None,
+        typer.Option("--platform", help="platform(s) to search; repeat for several"),
+    ] = None,
     lineages: Annotated[int, typer.Option(help="lineages per problem and platform")] = 2,
-    generations: Annotated[int, typer.Option(help="generations at most")] = 3,
+    generations: Annotated[
+        int | None, typer.Option(help="generations at most (default 3; with --resume: the run's)")
+    ] = None,
     max_candidates: Annotated[
         int | None, typer.Option(help="stop after this many evaluations")
     ] = None,
@@ -93,32 +116,89 @@ def search_cmd(
         typer.Option(help="join this Ray cluster (default: RAY_ADDRESS, else a local one)"),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the search")] = 0,
+    resume: Annotated[
+        str | None,
+        typer.Option(
+            help="continue this search run from the database: its settings, its stored "
+            "evaluations replayed (not run again); --generations may extend it"
+        ),
+    ] = None,
 ) -> None:
     """Search for fast kernels: lineages, generations, evolutionary selection, recorded."""
+    from kforge_search.cli.app import fail, load, platform_or_fail
+    from kforge_search.evaluator import EvalConfig
+    from kforge_search.search.budget import Budget
+    from kforge_search.search.engine import SearchConfig
+
+    if agent != "builtin":
+        fail(f"--agent {agent}: only the builtin agent exists so far", "use --agent builtin")
+    resumed = _load_resume(db, resume) if resume else None
+    if resumed is not None:
+        stored = resumed.settings
+        if problems or platform:
+            fail("--resume takes the run's problems and platforms: leave them out")
+        problems, platform, sizes = stored["problems"], stored["platforms"], stored.get("sizes")
+        kept = {k: stored[k] for k in vars(SearchConfig()) if k in stored}
+        config_args = {**kept, **({"generations": generations} if generations else {})}
+    else:
+        if not problems or not platform:
+            fail("give PROBLEMS and at least one --platform", "or --resume RUN")
+        config_args = dict(
+            lineages=lineages, generations=generations or 3, policy=policy, seed=seed
+        )
+    assert problems is not None and platform is not None
+    try:
+        config = SearchConfig(**config_args)
+        # no --max-candidates: the most the generations can evaluate (every lineage alive)
+        alive = max(config.lineages, config.max_alive)
+        most = len(problems) * len(platform) * alive * config.generations
+        budget = Budget(max_candidates=max_candidates or most * config.drafts_per_step)
+        eval_config = EvalConfig(policy=config.policy)
+    except (TypeError, ValueError) as exc:
+        fail(str(exc))
+    plats = [platform_or_fail(name) for name in platform]
+    probs = [load(p, sizes, None) for p in problems]
+    settings: dict[str, Any] = {"sizes": sizes, "agent": agent}
+    if resumed is not None:
+        settings["resumed_from"] = resumed.run_id
+    _execute(
+        Plan(probs, plats, config, budget, eval_config, settings, resumed),
+        db=db,
+        address=address,
+        workers=workers,
+    )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one search invocation runs (search, --resume and seed all end here)."""
+
+    problems: list[Any]
+    platforms: list[Any]
+    config: Any  # SearchConfig
+    budget: Any  # Budget
+    eval_config: Any  # EvalConfig
+    settings: dict[str, Any]  # stored with the run, besides problems, platforms and config
+    resumed: Any = None  # search.resume.Resumed
+    seeds: dict[tuple[str, str], Any] | None = None  # (problem id, platform) -> drafts
+    references: dict[str, Any] | None = None  # problem id -> references
+
+
+def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
     import ray
 
     from kforge_search.actors.pool import EvaluatorPool
     from kforge_search.actors.writer import BatchedWriter, WriterUnavailable, start_writer
     from kforge_search.agents import BuiltinAgent
-    from kforge_search.cli.app import fail, load, platform_or_fail
-    from kforge_search.evaluator import EvalConfig
-    from kforge_search.search.budget import Budget
-    from kforge_search.search.engine import Search, SearchConfig
+    from kforge_search.cli.app import fail
+    from kforge_search.search.engine import Search
+    from kforge_search.search.resume import replaying
     from kforge_search.store.records import RunRecord
 
-    if agent != "builtin":
-        fail(f"--agent {agent}: only the builtin agent exists so far", "use --agent builtin")
-    try:
-        config = SearchConfig(lineages=lineages, generations=generations, policy=policy, seed=seed)
-        # no --max-candidates: the most the generations can evaluate (every lineage alive)
-        most = len(problems) * len(platform) * max(lineages, config.max_alive) * generations
-        budget = Budget(max_candidates=max_candidates or most * config.drafts_per_step)
-        eval_config = EvalConfig(policy=policy)
-    except ValueError as exc:
-        fail(str(exc))
-    plats = [platform_or_fail(name) for name in platform]
-    probs = [load(p, sizes, None) for p in problems]
+    probs, plats, config, budget = plan.problems, plan.platforms, plan.config, plan.budget
+    resumed = plan.resumed
     owns_ray = not ray.is_initialized()  # a caller's cluster (tests, a notebook) is kept
+
     if owns_ray:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     pools: dict[str, Any] = {}
@@ -129,16 +209,25 @@ def search_cmd(
             writer = BatchedWriter(start_writer(db), batch_size=50)
         except WriterUnavailable as exc:
             fail(str(exc), "close the process that holds the database, or pass another --db")
-        settings = {"problems": [p.name for p in probs], "platforms": platform, **vars(config)}
+        settings: dict[str, Any] = {
+            "problems": [p.name for p in probs],
+            "platforms": [p.name for p in plats],
+            **plan.settings,
+            **vars(config),
+        }
         run = RunRecord("search", json.dumps(settings, default=str), _version())
         writer.add([run])
         for plat in plats:
-            pools[plat.name] = EvaluatorPool(plat, workers, eval_config)
+            pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config)
             pools[plat.name].wait_ready()
         evaluated = [0]
 
+        evaluate = {name: pool.evaluate_many for name, pool in pools.items()}
+        if resumed is not None:
+            evaluate = {n: replaying(e, n, resumed) for n, e in evaluate.items()}
+
         def on_step(lineage: Any, step: Any) -> None:
-            writer.add(_records(lineage, step, run.id))
+            writer.add(_records(lineage, step, run.id, resumed.replayed if resumed else set()))
             evaluated[0] += len(step.members)
             rate = evaluated[0] / max(1e-9, (time.monotonic() - started) / 60)
             best = lineage.best()
@@ -157,10 +246,12 @@ def search_cmd(
             probs,
             plats,
             BuiltinAgent(),
-            {name: pool.evaluate_many for name, pool in pools.items()},
+            evaluate,
             config,
             budget,
             on_step=on_step,
+            seeds=plan.seeds,
+            references=plan.references,
         )
         status = "finished"
         try:
@@ -171,6 +262,14 @@ def search_cmd(
         writer.flush()
         ray.get(writer.actor.finish_run.remote(run.id, status))
         console.print(_summary(search))
+        if status == "finished":
+            _remeasure(search, pools, writer, run.id)
+        if resumed is not None:
+            console.print(
+                f"resumed run {resumed.run_id}: {len(resumed.replayed)} evaluations replayed "
+                "from the database, not run again",
+                highlight=False,
+            )
         console.print(f"run {run.id}: {stop}; database {db}", highlight=False)
     finally:
         for pool in pools.values():
@@ -181,6 +280,62 @@ def search_cmd(
             ray.kill(writer.actor)
         if owns_ray:
             ray.shutdown()
+
+
+def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str) -> None:
+    """Every (problem, platform)'s winner evaluated again in a fresh process (and at the
+    unseen sizes), recorded under a run of its own; both figures printed."""
+    import ray
+
+    from kforge_search.search.winners import remeasure
+    from kforge_search.store.records import RunRecord
+
+    run = RunRecord("remeasure", json.dumps({"of_run": of_run}), _version())
+    writer.add([run])
+    winners = remeasure(search.lineages, {n: p.evaluate_many for n, p in pools.items()})
+    table = Table("problem", "platform", "search ms", "again ms", "search x", "again x", "again")
+    for w in winners:
+        again = w.measured_again
+        writer.add(_winner_records(w, run.id))
+        table.add_row(
+            w.problem.name,
+            w.platform,
+            _fmt(w.member.p50_ms, "{:.4f}"),
+            _fmt(again.p50_ms, "{:.4f}"),
+            _fmt(w.member.speedup, "{:.2f}x"),
+            _fmt(again.speedup, "{:.2f}x"),
+            "confirmed" if w.confirmed else f"NOT confirmed: {w.again.status.value}",
+        )
+    writer.flush()
+    ray.get(writer.actor.finish_run.remote(run.id, "finished"))
+    if winners:
+        console.print("winners, measured again (fresh process, unseen sizes):")
+        console.print(table)
+
+
+def _winner_records(winner: Any, run_id: str) -> list[Any]:
+    from kforge_search.store.from_eval import Origin, eval_records
+
+    member = winner.member
+    origin = Origin(
+        parent_ids=member.parent_ids,
+        lineage_id=member.lineage_id,
+        generation=member.generation,
+        pass_kind="optimization",
+        agent=winner.draft.agent,
+    )
+    return eval_records(
+        winner.again,
+        winner.draft.source,
+        winner.problem,
+        origin=origin,
+        run_id=run_id,
+        precision=winner.draft.precision or "fp32",
+    )
+
+
+def _fmt(value: float | None, form: str) -> str:
+    return "-" if value is None else form.format(value)
 
 
 def _version() -> str:

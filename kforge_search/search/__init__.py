@@ -6,5 +6,6 @@ pure over frozen records, so the search's decisions are testable without a clust
 Modules, one concept each: `population` (the `Member` record, de-duplication, islands per
 platform), `selection` (elitism, tournament and rank selection, crossover pairs: verified
 members only), `lineages` (which lineages to fork or retire each generation), `budget`
-(limits and a tracker that says which one ran out), `agent` (the protocol an agent meets).
+(limits and a tracker that says which one ran out), `lineage` (one chain of candidates),
+`generation` and `engine` (the loop). Agents meet `kforge_search.agents.base.Agent`.
 """

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kforge_search.agents.base import Agent, Reference
+from kforge_search.agents.base import Agent, Draft, Reference
 from kforge_search.evaluator.result import EvalResult
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -67,7 +67,12 @@ class Search:
         config: SearchConfig,
         budget: Budget,
         on_step: OnStep | None = None,
+        seeds: Mapping[tuple[str, str], Sequence[Draft]] | None = None,
+        references: Mapping[str, Sequence[Reference]] | None = None,
     ):
+        """`seeds`: drafts each new lineage of (problem id, platform) evaluates first;
+        `references`: kernels offered to every lineage of a problem id (e.g. another
+        platform's best from the database) besides the search's own live ones."""
         missing = [p.name for p in platforms if p.name not in evaluate_many]
         if missing:
             raise ValueError(f"no evaluator for platform(s) {missing}")
@@ -75,6 +80,8 @@ class Search:
         self.evaluate_many, self.config = evaluate_many, config
         self.tracker = BudgetTracker(budget)
         self.on_step = on_step
+        self.seeds = dict(seeds or {})
+        self.given_refs = dict(references or {})
         self.alive: list[Lineage] = [
             self._lineage(problem, platform, i)
             for problem in problems
@@ -87,7 +94,9 @@ class Search:
 
     def _lineage(self, problem: Problem, platform: Platform, n: int) -> Lineage:
         lineage_id = f"{problem.name}@{platform.name}#{n}"
-        return Lineage(lineage_id, problem, platform, self.agent, self.config.policy, n)
+        lineage = Lineage(lineage_id, problem, platform, self.agent, self.config.policy, n)
+        lineage.start_from(self.seeds.get((problem.id, platform.name), ()))
+        return lineage
 
     @property
     def lineages(self) -> list[Lineage]:
@@ -146,10 +155,11 @@ class Search:
             for i, p in enumerate(lin.parents)
         }
         same_problem = [m for m in self.members() if m.problem_id == lineage.problem.id]
-        return tuple(
+        live = tuple(
             Reference(sources[m.candidate_id], lineage.problem.name, m.platform, m.speedup)
             for m in references_for(same_problem, lineage.platform.name)
         )
+        return live + tuple(self.given_refs.get(lineage.problem.id, ()))
 
     def _judge(self) -> None:
         cfg = self.config

@@ -71,6 +71,12 @@ class Lineage:
         self.parents: list[Parent] = []  # every evaluated draft, as the agent sees them
         self.members: list[Member] = []  # the same, as selection sees them
         self._candidate_of: dict[str, str] = {}  # draft id (source hash) -> candidate id
+        self.pending: list[Draft] = []  # drafts to evaluate before the agent is asked
+
+    def start_from(self, drafts: Sequence[Draft]) -> None:
+        """Start from these drafts (e.g. the best kernels of another platform or device):
+        the next steps evaluate them first, and the agent builds on what verifies."""
+        self.pending.extend(drafts)
 
     @property
     def pass_kind(self) -> str:
@@ -91,6 +97,11 @@ class Lineage:
         every draft it evaluated, with its result, and the references offered)."""
         if budget < 1:
             raise ValueError(f"budget={budget}: a step needs at least one evaluation")
+        if self.pending:
+            fresh = [d for d in self.pending if d.id not in self._candidate_of][:budget]
+            self.pending = [d for d in self.pending if d not in fresh]
+            if fresh:
+                return Proposal(tuple(fresh), len(fresh))
         context = Context(
             self.problem,
             self.platform,

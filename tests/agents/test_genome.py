@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from kforge_search.agents import genome as gen
 from kforge_search.agents.genome import (
     CPP_SPACE,
     TRITON_SPACE,
@@ -101,3 +102,15 @@ def test_mutate_among_keeps_the_other_genes():
     for _ in range(30):
         child = mutate(base, "loose", rng, genes=2, among=frozenset({"block_k", "num_stages"}))
         assert dataclasses.replace(child, block_k=32, num_stages=3) == base
+
+
+@pytest.mark.parametrize("cpp", [False, True])
+def test_a_described_genome_reads_back_as_the_same_genome(cpp):
+    start = gen.CppGenome() if cpp else gen.TritonGenome()
+    rng = random.Random(7)
+    for _ in range(20):
+        genome = gen.mutate(start, "loose", rng, genes=3)
+        assert gen.from_description(gen.describe(genome), cpp=cpp) == genome
+    assert gen.from_description("block_m=12x", cpp=cpp) is None
+    assert gen.from_description("no_such_gene=4", cpp=cpp) is None
+    assert gen.from_description("not a genome", cpp=cpp) is None

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from kforge_search.agents import BuiltinAgent
 from kforge_search.evaluator import EvalConfig, Evaluator
+from kforge_search.evaluator.result import Status
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from kforge_search.search.budget import Budget
 from kforge_search.search.engine import Search, SearchConfig
 from kforge_search.search.generation import sequential
+from kforge_search.search.winners import remeasure
 
 CPP = get_platform("cpu-cpp")
 PROBLEMS = [
@@ -53,6 +57,20 @@ def test_search_forks_within_the_candidate_budget_and_stops_with_the_reason():
     # selection never builds on an unverified parent
     known = {m.candidate_id: m for m in result.members}
     assert all(known[p].verified for m in result.members for p in m.parent_ids)
+    # the winners are evaluated again, independently, before they are reported
+    winners = remeasure(search.lineages, {CPP.name: evaluate_many})
+    assert [(w.problem.id, w.platform) for w in winners] == sorted(result.best)
+    for w in winners:
+        assert w.member.candidate_id == result.best[(w.problem.id, w.platform)].candidate_id
+        assert w.again.candidate_hash == w.member.candidate_id
+        assert w.confirmed and w.measured_again.p50_ms and w.measured_again.speedup
+    # a winner that fails its second evaluation is reported as not confirmed
+
+    def fails_again(requests):
+        for key, result in evaluate_many(requests):
+            yield key, dataclasses.replace(result, status=Status.INCORRECT)
+
+    assert not any(w.confirmed for w in remeasure(search.lineages, {CPP.name: fails_again}))
 
 
 def test_a_platform_without_an_evaluator_is_refused():

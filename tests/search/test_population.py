@@ -12,7 +12,6 @@ import pytest
 from kforge_search.evaluator import Status
 from kforge_search.evaluator.result import Baseline, EvalResult, TimingStats
 from kforge_search.problem import source_hash
-from kforge_search.search.agent import Agent, Draft
 from kforge_search.search.population import (
     Member,
     dedupe,
@@ -123,11 +122,9 @@ class _FixedAgent:
         return [_Draft(s) for s in self.sources]
 
 
-def test_a_minimal_agent_meets_the_protocol():
+def test_repeated_drafts_of_an_agent_count_once():
     agent = _FixedAgent(HONEST, HONEST + "\n# same kernel\n", WRONG)
-    assert isinstance(agent, Agent)
     drafts = agent.propose({"problem": "level1/10_elementwise_chain"})
-    assert all(isinstance(d, Draft) for d in drafts)
     assert new_sources(d.source for d in drafts) == [HONEST, WRONG]
 
 
@@ -135,7 +132,7 @@ def test_the_search_package_imports_neither_ray_nor_torch():
     code = (
         "import sys, kforge_search.search.population, kforge_search.search.selection, "
         "kforge_search.search.lineages, kforge_search.search.budget, "
-        "kforge_search.search.agent, kforge_search.actors.resources; "
+        "kforge_search.actors.resources; "
         "print(sorted({'ray', 'torch'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

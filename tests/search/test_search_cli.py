@@ -1,7 +1,11 @@
 """`kforge search` on the session's real local Ray cluster: two problems on cpu-cpp, every
-evaluation recorded once by the writer actor, with lineages and parent links."""
+evaluation recorded once by the writer actor, with lineages and parent links, and the
+winners measured again under a run of their own."""
 
 from __future__ import annotations
+
+import json
+import traceback
 
 import pytest
 from typer.testing import CliRunner
@@ -14,29 +18,88 @@ pytestmark = pytest.mark.usefixtures("ray_cluster")
 PROBLEMS = ["level2/01_gemm_bias_relu", "level2/05_gemm_scale_clamp_min"]
 
 
-def test_search_records_every_evaluation_once_with_parent_links(tmp_path):
+def _run_id(output: str) -> str:
+    (line,) = [x for x in output.splitlines() if x.startswith("run ")]
+    return line.split()[1].rstrip(":")
+
+
+def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_path):
     db = tmp_path / "k.duckdb"
     args = ["search", *PROBLEMS, "--platform", "cpu-cpp", "--sizes", "ci"]
-    args += ["--lineages", "2", "--generations", "2", "--db", str(db)]
-    out = CliRunner().invoke(app, args)
-    assert out.exit_code == 0, out.output
-    assert "(known)" in out.output and "generations" in out.output
+    args += ["--lineages", "2", "--generations", "1", "--db", str(db)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert "(known)" in first.output and "generations" in first.output
+    assert "winners, measured again" in first.output and first.output.count("confirmed") >= 2
+    # --resume: the same search, its stored evaluations replayed, one generation more
+    again = ["search", "--resume", _run_id(first.output)[:12], "--generations", "2"]
+    second = CliRunner().invoke(app, [*again, "--db", str(db)])
+    assert second.exit_code == 0, second.output
+    assert "evaluations replayed from the database" in second.output
+    assert "gen 1 " in second.output and "gen 1 " not in first.output
     reader = Reader.open(db)
     try:
-        (run,) = reader.query("SELECT kind, status FROM runs").rows
-        assert run == ("search", "finished")
+        runs = reader.query("SELECT kind, status, config FROM runs ORDER BY started_at").rows
         rows = reader.query(
-            "SELECT c.id, c.lineage_id, c.generation, c.pass_kind, c.parent_ids, e.status "
-            "FROM candidates c JOIN evaluations e ON e.candidate_id = c.id"
+            "SELECT c.id, c.lineage_id, c.generation, c.pass_kind, c.parent_ids, e.status, "
+            "e.run_id FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
+            "JOIN runs r ON r.id = e.run_id WHERE r.kind = 'search'"
         ).dicts()
+        speedups = dict(
+            reader.query(
+                "SELECT candidate_id, coalesce(least(speedup_eager, speedup_compile), 0) "
+                "FROM evaluations"
+            ).rows
+        )
+        remeasured = reader.query(
+            "SELECT e.candidate_id, e.status FROM evaluations e "
+            "JOIN runs r ON r.id = e.run_id WHERE r.kind = 'remeasure'"
+        ).rows
     finally:
         reader.close()
+    assert [(k, st) for k, st, _ in runs] == [("search", "finished"), ("remeasure", "finished")] * 2
+    assert json.loads(runs[2][2])["resumed_from"] == _run_id(first.output)
     ids = [r["id"] for r in rows]
-    assert len(ids) == len(set(ids)) >= 6  # no kernel evaluated twice
+    assert len(ids) == len(set(ids)) >= 6  # no kernel evaluated twice, across both runs
     assert all(r["status"] == "OK" for r in rows)
+    resumed = [r for r in rows if r["run_id"] != rows[0]["run_id"]]
+    assert resumed and all(r["generation"] >= 1 for r in resumed)  # only the new generation
     roots = [r for r in rows if not r["parent_ids"]]
     children = [r for r in rows if r["parent_ids"]]
     assert len(roots) == 2 and all(r["pass_kind"] == "functional" for r in roots)
     assert children and all(r["pass_kind"] == "optimization" for r in children)
     assert all(set(r["parent_ids"]) <= set(ids) for r in children)
     assert {r["lineage_id"].split("@")[0] for r in rows} == set(PROBLEMS)
+    # each problem's winner measured a second time, stored beside the first measurement
+    assert len(remeasured) == 4 and all(status == "OK" for _, status in remeasured)
+    assert {cid for cid, _ in remeasured} <= set(ids)
+    # kforge seed: a new search of problem 01 starts from the best kernel stored for it
+    best = max(
+        (r for r in rows if r["lineage_id"].startswith(PROBLEMS[0])),
+        key=lambda r: speedups[r["id"]],
+    )
+    seed = ["seed", PROBLEMS[0], "--from", "cpu-cpp", "--to", "cpu-cpp", "--sizes", "ci"]
+    seed += ["--lineages", "1", "--generations", "2", "--db", str(db)]
+    third = CliRunner().invoke(app, seed)
+    assert third.exit_code == 0, third.output + "".join(
+        traceback.format_exception(third.exception) if third.exception else ()
+    )
+    assert "as first candidates" in third.output and best["id"] in third.output
+    with Reader.open(db) as reader:
+        seeded = reader.query(
+            "SELECT c.id, e.status, c.generation, c.parent_ids FROM evaluations e "
+            "JOIN candidates c ON c.id = e.candidate_id JOIN runs r ON r.id = e.run_id "
+            "WHERE json_extract_string(r.config, '$.seeded_from') = 'cpu-cpp' "
+            "ORDER BY e.created_at"
+        ).rows
+    assert seeded[0][:2] == (best["id"], "OK")  # evaluated again, on the target
+    built_on = [r for r in seeded[1:] if best["id"] in r[3]]
+    assert built_on, seeded  # the builtin agent tuned the seeded kernel (its genome read back)
+
+
+def test_resume_of_an_unknown_run_says_what_to_give(tmp_path):
+    db = tmp_path / "k.duckdb"
+    out = CliRunner().invoke(app, ["db", "migrate", "--db", str(db)])
+    assert out.exit_code == 0, out.output
+    out = CliRunner().invoke(app, ["search", "--resume", "nosuchrun", "--db", str(db)])
+    assert out.exit_code == 2 and "no run matching 'nosuchrun'" in out.output
