@@ -134,3 +134,35 @@ def screened_drafts(
         assert not isinstance(draft, Unsupported)
         drafts.append(draft)
     return drafts, ranked
+
+
+def time_reference(problem: Problem, platform: Platform, runs: int = 10, warmup: int = 3) -> float:
+    """The reference Model's p50 in this process, timed as `screen` times genomes."""
+    import torch
+
+    from kforge_search.evaluator.timing import METHODS, capture_clocks
+
+    device = "cuda" if platform.device_kind == "cuda" else "cpu"
+    module = exec_problem(problem)
+    torch.manual_seed(0)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    model = module.Model(*module.get_init_inputs()).to(device)
+    with torch.no_grad():
+        timed = METHODS[platform.timing](
+            lambda: model(*inputs), capture_clocks(device), warmup, runs
+        )
+    return timed.p50_ms
+
+
+class GenomeOracle:
+    """Genome -> p50 ms by `screen`, each genome timed once (None when it fails)."""
+
+    def __init__(self, agent: BuiltinAgent, problem: Problem, platform: Platform):
+        self.agent, self.problem, self.platform = agent, problem, platform
+        self.times: dict[Genome, float | None] = {}
+
+    def __call__(self, genome: Genome) -> float | None:
+        if genome not in self.times:
+            (item,) = screen(self.agent, self.problem, self.platform, [genome])
+            self.times[genome] = item.p50_ms
+        return self.times[genome]

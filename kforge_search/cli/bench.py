@@ -19,12 +19,18 @@ console = Console()
 def _problems(
     suite: str, sizes: str | None, overrides: dict[str, Any], match: str | None
 ) -> tuple[list[Any], list[str]]:
+    from kforge_search.cli.app import fail
     from kforge_search.problem import ProblemError, bundled_problems_dir, find_problems
 
     root = Path(suite)
-    if not root.exists() and (bundled_problems_dir() / suite).exists():
-        root = bundled_problems_dir() / suite
-    problems, skipped = find_problems(root)
+    for bundled in (bundled_problems_dir() / suite, bundled_problems_dir() / f"{suite}.py"):
+        if not root.exists() and bundled.exists():
+            root = bundled
+    try:
+        problems, skipped = find_problems(root)
+    except ProblemError as exc:
+        fail(str(exc), "give a bundled suite (level1, level2), one of its problems "
+             "(level2/01_gemm_bias_relu), a problem file or a directory")  # fmt: skip
     chosen = []
     for p in problems:
         if match and match not in p.name:
@@ -98,6 +104,15 @@ def bench_cmd(
     resume: Annotated[
         bool, typer.Option(help="keep the rows already in OUT/bench.json; run the others")
     ] = False,
+    search_efficiency: Annotated[
+        bool,
+        typer.Option(
+            "--search-efficiency",
+            help="compare evolutionary selection with random genome sampling at --budget "
+            "evaluations (genomes timed in-process); writes OUT/efficiency.json",
+        ),
+    ] = False,
+    trials: Annotated[int, typer.Option(help="--search-efficiency: trials per strategy")] = 3,
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
     from kforge_search.agents import BuiltinAgent
@@ -132,6 +147,11 @@ def bench_cmd(
         console.print(f"[yellow]skipped[/] {line}", highlight=False)
     if not problems:
         fail(f"no problems in {suite}", "pass a directory of problems, e.g. problems/level2")
+    if search_efficiency:
+        from kforge_search.cli.efficiency import run_efficiency
+
+        run_efficiency(problems, plat, policy, budget, trials, out)
+        return
     agent = BuiltinAgent()
     rows, device, started = [], "", time.monotonic()
 
