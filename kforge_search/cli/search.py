@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -15,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from kforge_search.cli.db import DEFAULT_DB, DbOpt
+from kforge_search.cli.live import Progress
 
 console = Console()
 
@@ -116,6 +116,12 @@ def search_cmd(
         typer.Option(help="join this Ray cluster (default: RAY_ADDRESS, else a local one)"),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the search")] = 0,
+    lineage_actors: Annotated[
+        bool,
+        typer.Option(
+            help="run each lineage (and its agent) in its own Ray actor instead of the driver"
+        ),
+    ] = False,
     resume: Annotated[
         str | None,
         typer.Option(
@@ -158,7 +164,7 @@ def search_cmd(
         fail(str(exc))
     plats = [platform_or_fail(name) for name in platform]
     probs = [load(p, sizes, None) for p in problems]
-    settings: dict[str, Any] = {"sizes": sizes, "agent": agent}
+    settings: dict[str, Any] = {"sizes": sizes, "agent": agent, "lineage_actors": lineage_actors}
     if resumed is not None:
         settings["resumed_from"] = resumed.run_id
     _execute(
@@ -187,11 +193,13 @@ class Plan:
 def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
     import ray
 
+    from kforge_search.actors.lineage import RemoteLineage
     from kforge_search.actors.pool import EvaluatorPool
     from kforge_search.actors.writer import BatchedWriter, WriterUnavailable, start_writer
     from kforge_search.agents import BuiltinAgent
     from kforge_search.cli.app import fail
     from kforge_search.search.engine import Search
+    from kforge_search.search.lineage import Lineage
     from kforge_search.search.resume import replaying
     from kforge_search.store.records import RunRecord
 
@@ -203,7 +211,6 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     pools: dict[str, Any] = {}
     writer = None
-    started = time.monotonic()
     try:
         try:
             writer = BatchedWriter(start_writer(db), batch_size=50)
@@ -220,27 +227,14 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
         for plat in plats:
             pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config)
             pools[plat.name].wait_ready()
-        evaluated = [0]
-
         evaluate = {name: pool.evaluate_many for name, pool in pools.items()}
         if resumed is not None:
             evaluate = {n: replaying(e, n, resumed) for n, e in evaluate.items()}
+        progress = Progress(console)
 
         def on_step(lineage: Any, step: Any) -> None:
             writer.add(_records(lineage, step, run.id, resumed.replayed if resumed else set()))
-            evaluated[0] += len(step.members)
-            rate = evaluated[0] / max(1e-9, (time.monotonic() - started) / 60)
-            best = lineage.best()
-            console.print(
-                f"gen {step.generation} {lineage.lineage_id} ({step.pass_kind}): "
-                + ", ".join(
-                    m.status.value + (" (known)" if again else "")
-                    for m, again in zip(step.members, step.reused, strict=True)
-                )
-                + (f"; best {best.speedup:.2f}x" if best and best.speedup else "")
-                + f"  ({evaluated[0]} evaluated, {rate:.1f}/min)",
-                highlight=False,
-            )
+            progress.step(lineage, step, {lin.lineage_id for lin in search.alive})
 
         search = Search(
             probs,
@@ -252,10 +246,12 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
             on_step=on_step,
             seeds=plan.seeds,
             references=plan.references,
+            make_lineage=RemoteLineage if plan.settings.get("lineage_actors") else Lineage,
         )
         status = "finished"
         try:
-            result = search.run()
+            with progress:
+                result = search.run()
             stop = result.stop
         except KeyboardInterrupt:
             status, stop = "interrupted", "interrupted (Ctrl-C): what was evaluated is recorded"

@@ -69,10 +69,13 @@ class Search:
         on_step: OnStep | None = None,
         seeds: Mapping[tuple[str, str], Sequence[Draft]] | None = None,
         references: Mapping[str, Sequence[Reference]] | None = None,
+        make_lineage: Callable[..., Lineage] = Lineage,
     ):
         """`seeds`: drafts each new lineage of (problem id, platform) evaluates first;
         `references`: kernels offered to every lineage of a problem id (e.g. another
-        platform's best from the database) besides the search's own live ones."""
+        platform's best from the database) besides the search's own live ones;
+        `make_lineage`: Lineage's signature, e.g. actors.lineage.RemoteLineage (a lineage in
+        its own actor process)."""
         missing = [p.name for p in platforms if p.name not in evaluate_many]
         if missing:
             raise ValueError(f"no evaluator for platform(s) {missing}")
@@ -80,6 +83,7 @@ class Search:
         self.evaluate_many, self.config = evaluate_many, config
         self.tracker = BudgetTracker(budget)
         self.on_step = on_step
+        self.make_lineage = make_lineage
         self.seeds = dict(seeds or {})
         self.given_refs = dict(references or {})
         self.alive: list[Lineage] = [
@@ -94,7 +98,9 @@ class Search:
 
     def _lineage(self, problem: Problem, platform: Platform, n: int) -> Lineage:
         lineage_id = f"{problem.name}@{platform.name}#{n}"
-        lineage = Lineage(lineage_id, problem, platform, self.agent, self.config.policy, n)
+        lineage = self.make_lineage(
+            lineage_id, problem, platform, self.agent, self.config.policy, n
+        )
         lineage.start_from(self.seeds.get((problem.id, platform.name), ()))
         return lineage
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from kforge_search.agents.base import Reference
 from kforge_search.evaluator.result import EvalResult
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, source_hash
-from kforge_search.search.lineage import Lineage, Step
+from kforge_search.search.lineage import Lineage, Proposal, Step
 
 
 @dataclass(frozen=True)
@@ -55,9 +56,16 @@ def run_generation(
         raise ValueError(f"lineage ids must be unique in a generation: {ids}")
     refs = references or {}
     known = {} if known is None else known
-    proposals = {
-        lin.lineage_id: lin.propose(budget, refs.get(lin.lineage_id, ())) for lin in lineages
-    }
+
+    def propose(lin: Lineage) -> Proposal:
+        return lin.propose(budget, refs.get(lin.lineage_id, ()))
+
+    if any(getattr(lin, "remote", False) for lin in lineages):
+        # lineages in their own actors (actors/lineage.py): their agents work at once
+        with ThreadPoolExecutor(max_workers=len(lineages)) as pool:
+            proposals = dict(zip(ids, pool.map(propose, lineages), strict=True))
+    else:  # in this process: one after another (tracing is not thread-safe)
+        proposals = {lin.lineage_id: propose(lin) for lin in lineages}
     requests: dict[str, Request] = {}  # result key -> the one request that evaluates it
     for lin in lineages:
         for i, draft in enumerate(proposals[lin.lineage_id].drafts):

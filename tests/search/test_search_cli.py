@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kforge_search.cli.app import app
+from kforge_search.store.queries import best_kernels
 from kforge_search.store.reader import Reader
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
@@ -33,6 +34,7 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
     assert "winners, measured again" in first.output and first.output.count("confirmed") >= 2
     # --resume: the same search, its stored evaluations replayed, one generation more
     again = ["search", "--resume", _run_id(first.output)[:12], "--generations", "2"]
+    again.append("--lineage-actors")  # the lineages (and their agents) in Ray actors this time
     second = CliRunner().invoke(app, [*again, "--db", str(db)])
     assert second.exit_code == 0, second.output
     assert "evaluations replayed from the database" in second.output
@@ -45,12 +47,6 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
             "e.run_id FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
             "JOIN runs r ON r.id = e.run_id WHERE r.kind = 'search'"
         ).dicts()
-        speedups = dict(
-            reader.query(
-                "SELECT candidate_id, coalesce(least(speedup_eager, speedup_compile), 0) "
-                "FROM evaluations"
-            ).rows
-        )
         remeasured = reader.query(
             "SELECT e.candidate_id, e.status FROM evaluations e "
             "JOIN runs r ON r.id = e.run_id WHERE r.kind = 'remeasure'"
@@ -74,10 +70,9 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
     assert len(remeasured) == 4 and all(status == "OK" for _, status in remeasured)
     assert {cid for cid, _ in remeasured} <= set(ids)
     # kforge seed: a new search of problem 01 starts from the best kernel stored for it
-    best = max(
-        (r for r in rows if r["lineage_id"].startswith(PROBLEMS[0])),
-        key=lambda r: speedups[r["id"]],
-    )
+    with Reader.open(db) as reader:  # the store's own ranking of verified kernels
+        (hit,) = best_kernels(reader, PROBLEMS[0], "cpu-cpp", limit=1)
+    best = next(r for r in rows if r["id"] == hit.candidate_id)
     seed = ["seed", PROBLEMS[0], "--from", "cpu-cpp", "--to", "cpu-cpp", "--sizes", "ci"]
     seed += ["--lineages", "1", "--generations", "2", "--db", str(db)]
     third = CliRunner().invoke(app, seed)

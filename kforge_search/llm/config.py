@@ -1,0 +1,89 @@
+"""What a provider is asked (messages), how (LLMConfig) and what it answers (Reply)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+PROVIDERS = ("openai", "anthropic", "compatible")
+KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "compatible": ""}
+
+
+class LLMError(RuntimeError):
+    """A call that failed after the SDK's own retries. `kind`: timeout, rate_limit, server,
+    auth, bad_request, connection, empty. The message never contains an API key."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    provider: str  # openai, anthropic, or compatible (an OpenAI-compatible server)
+    model: str
+    base_url: str | None = None  # vLLM, SGLang, Ollama: e.g. http://localhost:8000/v1
+    api_key_env: str = ""  # the environment variable holding the key ("": the provider's)
+    timeout_s: float = 120.0  # per request
+    max_retries: int = 2  # the SDK's retries (429, 5xx, timeouts, connection errors)
+    max_tokens: int = 4096
+    temperature: float = 0.2  # Chat Completions only (Anthropic's Messages takes none)
+    images: bool | None = None  # does the model take images? None: vision.accepts_images
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"provider {self.provider!r}: use one of {PROVIDERS}")
+        if not self.model:
+            raise ValueError("an LLM config needs a model name")
+        if self.provider == "compatible" and not self.base_url:
+            raise ValueError("provider compatible needs --base-url (e.g. http://localhost:8000/v1)")
+        if self.timeout_s <= 0 or self.max_retries < 0 or self.max_tokens < 1:
+            raise ValueError(
+                f"timeout_s={self.timeout_s}, max_retries={self.max_retries}, "
+                f"max_tokens={self.max_tokens}: need > 0, >= 0, >= 1"
+            )
+
+    @property
+    def key_env(self) -> str:
+        return self.api_key_env or KEY_ENV[self.provider]
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "user" or "assistant"
+    text: str
+    images: tuple[bytes, ...] = field(default=(), repr=False)  # PNG bytes
+
+    def __post_init__(self) -> None:
+        if self.role not in ("user", "assistant"):
+            raise ValueError(f"role {self.role!r}: use user or assistant (system goes apart)")
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    model: str
+    tokens_in: int
+    tokens_out: int
+    cost_usd: float
+    latency_s: float
+    prompt_hash: str
+    cached: bool = False
+
+
+def prompt_hash(config: LLMConfig, system: str, messages: tuple[Message, ...]) -> str:
+    """What identifies a request for the cache: provider, model, endpoint, sampling, text and
+    images (never the key)."""
+    data = {
+        "provider": config.provider,
+        "model": config.model,
+        "base_url": config.base_url or "",
+        "max_tokens": config.max_tokens,
+        "temperature": config.temperature,
+        "system": system,
+        "messages": [
+            [m.role, m.text, [hashlib.sha256(i).hexdigest() for i in m.images]] for m in messages
+        ],
+    }
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:32]

@@ -1,0 +1,192 @@
+"""OpenAI Chat Completions, Anthropic Messages and OpenAI-compatible servers, async.
+
+One retry layer only: the SDK's own (`max_retries`: 429, 5xx, timeouts, connection errors,
+honouring Retry-After); what still fails becomes an `LLMError` with a kind. Each call is timed,
+its tokens counted from the reply's usage and priced; with a `ReplyCache`, a request seen
+before is answered from disk. Keys are read from the environment when the client is made and
+passed to the SDK only.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from kforge_search.llm.cache import ReplyCache
+from kforge_search.llm.config import LLMConfig, LLMError, Message, Reply, prompt_hash
+from kforge_search.llm.prices import PriceTable
+from kforge_search.llm.vision import accepts_images
+
+
+class Provider(Protocol):
+    config: LLMConfig
+
+    async def complete(self, system: str, messages: Sequence[Message]) -> Reply: ...
+
+
+def _key(config: LLMConfig) -> str:
+    env = config.key_env
+    key = os.environ.get(env, "") if env else ""
+    if key:
+        return key
+    if config.provider == "compatible":
+        return "not-needed"  # local servers (vLLM, SGLang, Ollama) usually take any key
+    raise LLMError(
+        "auth", f"no API key: set {env} in the environment (keys are never read from files)"
+    )
+
+
+def _error(exc: Exception) -> LLMError:
+    """An SDK exception as an LLMError; its text is the SDK's, which carries no key."""
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if "Timeout" in name:
+        return LLMError("timeout", f"the request timed out (after the SDK's retries): {exc}")
+    if status == 429 or "RateLimit" in name:
+        return LLMError("rate_limit", f"rate limited (429) after the SDK's retries: {exc}")
+    if status in (401, 403) or "Authentication" in name or "PermissionDenied" in name:
+        return LLMError("auth", f"the provider refused the key ({status})")
+    if isinstance(status, int) and status >= 500:
+        return LLMError("server", f"server error {status} after the SDK's retries: {exc}")
+    if isinstance(status, int):
+        return LLMError("bad_request", f"the provider rejected the request ({status}): {exc}")
+    if "Connection" in name:
+        return LLMError("connection", f"cannot reach the provider: {exc}")
+    return LLMError("server", f"{name}: {exc}")
+
+
+class _Base:
+    def __init__(self, config: LLMConfig, prices: PriceTable | None = None,
+                 cache: ReplyCache | None = None):  # fmt: skip
+        self.config = config
+        self.prices = prices or PriceTable.load()
+        self.cache = cache
+        self.images = accepts_images(config)
+
+    async def complete(self, system: str, messages: Sequence[Message]) -> Reply:
+        msgs = tuple(messages)
+        if not self.images:  # a text-only model never gets image parts
+            msgs = tuple(Message(m.role, m.text) for m in msgs)
+        key = prompt_hash(self.config, system, msgs)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            return hit
+        started = time.monotonic()
+        try:
+            text, model, tokens_in, tokens_out = await self._call(system, msgs)
+        except LLMError:
+            raise
+        except Exception as exc:  # the SDK's errors, after its own retries
+            raise _error(exc) from None
+        if not text.strip():
+            raise LLMError("empty", "the model returned an empty reply")
+        reply = Reply(
+            text=text,
+            model=model or self.config.model,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=self.prices.cost(model or self.config.model, tokens_in, tokens_out),
+            latency_s=time.monotonic() - started,
+            prompt_hash=key,
+        )
+        if self.cache is not None:
+            self.cache.put(reply)
+        return reply
+
+    async def _call(self, system: str, messages: tuple[Message, ...]) -> tuple[str, str, int, int]:
+        raise NotImplementedError
+
+
+def _png(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+class OpenAIProvider(_Base):
+    """OpenAI Chat Completions, and any server that speaks it (base_url)."""
+
+    def __init__(self, config: LLMConfig, prices: PriceTable | None = None,
+                 cache: ReplyCache | None = None):  # fmt: skip
+        super().__init__(config, prices, cache)
+        import openai
+
+        self.client = openai.AsyncOpenAI(
+            api_key=_key(config),
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+        )
+
+    async def _call(self, system: str, messages: tuple[Message, ...]) -> tuple[str, str, int, int]:
+        wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+        for m in messages:
+            if m.images:
+                parts: list[dict[str, Any]] = [{"type": "text", "text": m.text}]
+                parts += [
+                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{_png(i)}"}}
+                    for i in m.images
+                ]
+                wire.append({"role": m.role, "content": parts})
+            else:
+                wire.append({"role": m.role, "content": m.text})
+        out = await self.client.chat.completions.create(
+            model=self.config.model,
+            messages=wire,  # type: ignore[arg-type]
+            max_tokens=self.config.max_tokens,
+            temperature=self.config.temperature,
+        )
+        if not out.choices:
+            raise LLMError("empty", "the reply has no choices")
+        usage = out.usage
+        return (
+            out.choices[0].message.content or "",
+            out.model,
+            usage.prompt_tokens if usage else 0,
+            usage.completion_tokens if usage else 0,
+        )
+
+
+class AnthropicProvider(_Base):
+    """Anthropic Messages."""
+
+    def __init__(self, config: LLMConfig, prices: PriceTable | None = None,
+                 cache: ReplyCache | None = None):  # fmt: skip
+        super().__init__(config, prices, cache)
+        import anthropic
+
+        self.client = anthropic.AsyncAnthropic(
+            api_key=_key(config),
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+        )
+
+    async def _call(self, system: str, messages: tuple[Message, ...]) -> tuple[str, str, int, int]:
+        wire: list[dict[str, Any]] = []
+        for m in messages:
+            blocks: list[dict[str, Any]] = [
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": _png(i)},
+                }
+                for i in m.images
+            ]
+            blocks.append({"type": "text", "text": m.text})
+            wire.append({"role": m.role, "content": blocks})
+        kwargs: dict[str, Any] = {"system": system} if system else {}
+        out = await self.client.messages.create(
+            model=self.config.model,
+            messages=wire,  # type: ignore[arg-type]
+            max_tokens=self.config.max_tokens,
+            **kwargs,  # no temperature: recent Messages SDKs and models take none
+        )
+        text = "".join(getattr(b, "text", "") for b in out.content if b.type == "text")
+        return text, out.model, out.usage.input_tokens, out.usage.output_tokens
+
+
+def make_provider(config: LLMConfig, prices: PriceTable | None = None,
+                  cache: ReplyCache | None = None) -> Provider:  # fmt: skip
+    if config.provider == "anthropic":
+        return AnthropicProvider(config, prices, cache)
+    return OpenAIProvider(config, prices, cache)
