@@ -40,7 +40,7 @@ def _ask(provider, text="write the kernel", images=()):
 
 
 @pytest.mark.parametrize(
-    ("provider", "model"), [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-20250514")]
+    ("provider", "model"), [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5")]
 )
 def test_a_reply_with_its_tokens_cost_and_the_request_as_sent(provider, model):
     with ScriptedLLM(Say(REPLY, 1200, 300)) as server:

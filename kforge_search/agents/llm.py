@@ -1,0 +1,136 @@
+"""The LLM generation agent: the prompt for a context (functional pass until a draft
+verifies, optimization passes after), one model call, the candidate module parsed out.
+
+Prompts come only from prompts/*.j2 (StrictUndefined). A reply without a usable ModelNew
+still becomes a draft (its text as the source, the parse failure as its note): the
+evaluator's static check rejects it, and the next functional-pass prompt shows the model
+both the rejection and why the reply could not be used. Every call is reported to `on_call`
+(tokens, cost, latency: the search records them and charges its budget).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from kforge_search import prompts
+from kforge_search.agents.base import Context, Draft, Parent, Support
+from kforge_search.llm.config import Message, Reply
+from kforge_search.llm.parse import Module, extract
+from kforge_search.llm.providers import Provider
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem
+
+LOG_CHARS = 6000  # of a compiler log or traceback: the tail, where the error is
+
+
+def guide_key(platform: Platform) -> str:
+    """prompts/guides/<key>.j2 and prompts/oneshot/<key>.txt for the platform's language."""
+    return platform.language.replace("-", "_")
+
+
+def _tail(text: str, chars: int = LOG_CHARS) -> str:
+    return text if len(text) <= chars else "[...]\n" + text[-chars:]
+
+
+def _previous(parent: Parent) -> dict[str, Any]:
+    result, draft = parent.result, parent.draft
+    artifacts = result.artifacts
+    message = result.message + (f" ({draft.note})" if draft.note.startswith("unusable") else "")
+    return {
+        "source": draft.source,
+        "status": result.status.value,
+        "stage": result.stage,
+        "message": message,
+        "compile_log": _tail(artifacts.compile_log or artifacts.traceback),
+        "mismatch": str(artifacts.mismatch) if artifacts.mismatch else "",
+    }
+
+
+def digest(parent: Parent) -> str:
+    """The rule-based profile digest of an evaluated draft (the analysis agent adds to it)."""
+    result = parent.result
+    lines = []
+    if result.timing is not None:
+        t = result.timing
+        lines.append(
+            f"- time per call: p20 {t.p20_ms:.4f} / p50 {t.p50_ms:.4f} / p80 {t.p80_ms:.4f} ms "
+            f"({t.method}, {t.runs} runs); host {t.host_p50_ms:.4f} ms"
+        )
+    for kind in ("eager", "compile"):
+        if (s := result.speedup(kind)) is not None:
+            lines.append(f"- {s:.2f}x vs PyTorch {kind}")
+    if parent.profile:
+        lines.append(parent.profile)
+    return "\n".join(lines)
+
+
+class LLMAgent:
+    name = "llm"
+
+    def __init__(self, provider: Provider, on_call: Callable[[Reply], None] | None = None):
+        self.provider = provider
+        self.on_call = on_call
+
+    def supports(self, problem: Problem, platform: Platform) -> Support:
+        return Support(True)
+
+    def system(self, context: Context) -> str:
+        guide = prompts.render(f"guides/{guide_key(context.platform)}.j2")
+        return prompts.render(
+            "system.j2", platform=context.platform, policy=context.policy, guide=guide
+        )
+
+    def prompt(self, context: Context) -> str:
+        refs = list(context.references)
+        good = [p for p in context.parents if p.result.ok and p.p50_ms is not None]
+        if good:
+            best = min(good, key=lambda p: p.p50_ms or 0.0)
+            both = (best.result.speedup("eager"), best.result.speedup("compile"))
+            known = [s for s in both if s]
+            return prompts.render(
+                "optimize.j2",
+                platform=context.platform,
+                budget=context.budget,
+                problem_source=context.problem.source,
+                best={
+                    "source": best.draft.source,
+                    "p50_ms": best.p50_ms,
+                    "speedup": min(known) if known else None,
+                },
+                digest=digest(best),
+                analysis="",
+                references=refs,
+            )
+        return prompts.render(
+            "functional.j2",
+            platform=context.platform,
+            budget=context.budget,
+            problem_source=context.problem.source,
+            oneshot=prompts.oneshot(guide_key(context.platform)) if not refs else "",
+            references=refs,
+            previous=_previous(context.parents[-1]) if context.parents else None,
+        )
+
+    def propose(self, context: Context) -> list[Draft]:
+        if context.budget == 0:
+            return []
+        message = Message("user", self.prompt(context))
+        reply = asyncio.run(self.provider.complete(self.system(context), [message]))
+        if self.on_call is not None:
+            self.on_call(reply)
+        parsed = extract(reply.text)
+        parents = tuple(p.draft.id for p in context.parents[-1:])
+        if isinstance(parsed, Module):
+            note = f"{reply.model}: {len(reply.text)} chars, {reply.tokens_out} tokens out"
+            return [Draft(parsed.source, context.platform.name, self.name, note, parents=parents)]
+        return [
+            Draft(
+                reply.text,
+                context.platform.name,
+                self.name,
+                f"unusable reply: {parsed.reason}",
+                parents=parents,
+            )
+        ]
