@@ -21,7 +21,7 @@ REPLY = (
     "That removes one pass over the output."
 )
 PNG = b"\x89PNG\r\n\x1a\n fake image bytes"
-PRICES = PriceTable({"gpt-4o": (2.5, 10.0), "claude-sonnet-4": (3.0, 15.0)})
+PRICES = PriceTable({"gpt-4o": (2.5, 10.0), "claude-sonnet-5": (3.0, 15.0)})
 
 
 @pytest.fixture(autouse=True)
@@ -40,13 +40,13 @@ def _ask(provider, text="write the kernel", images=()):
 
 
 @pytest.mark.parametrize(
-    ("provider", "model"), [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-4-5")]
+    ("provider", "model"), [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-5-5")]
 )
 def test_a_reply_with_its_tokens_cost_and_the_request_as_sent(provider, model):
     with ScriptedLLM(Say(REPLY, 1200, 300)) as server:
         reply = _ask(make_provider(_config(server, provider, model), PRICES), images=(PNG,))
     assert reply.text == REPLY and (reply.tokens_in, reply.tokens_out) == (1200, 300)
-    per_mtok = PRICES.per_mtok["gpt-4o" if provider == "openai" else "claude-sonnet-4"]
+    per_mtok = PRICES.per_mtok["gpt-4o" if provider == "openai" else "claude-sonnet-5"]
     assert reply.cost_usd == pytest.approx((1200 * per_mtok[0] + 300 * per_mtok[1]) / 1e6)
     assert reply.latency_s > 0 and not reply.cached
     (seen,) = server.seen
@@ -74,7 +74,7 @@ def test_429_then_success_is_retried_by_the_sdk_alone():
 def test_server_errors_past_the_retries_are_an_error_of_kind_server():
     server = ScriptedLLM(Status(500), Status(500), Status(500))
     with server, pytest.raises(LLMError) as err:
-        _ask(make_provider(_config(server, "anthropic", "claude-sonnet-4", max_retries=1)))
+        _ask(make_provider(_config(server, "anthropic", "claude-sonnet-5-5", max_retries=1)))
     assert err.value.kind == "server" and len(server.seen) == 2
 
 
