@@ -65,6 +65,17 @@ class _Base:
         self.prices = prices or PriceTable.load()
         self.cache = cache
         self.images = accepts_images(config)
+        self.client = self._sdk()(  # the key goes to the SDK client and nowhere else
+            api_key=_key(config),
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=config.max_retries,
+        )
+
+    @staticmethod
+    def _sdk() -> Any:
+        """The SDK's async client class."""
+        raise NotImplementedError
 
     async def complete(self, system: str, messages: Sequence[Message]) -> Reply:
         msgs = tuple(messages)
@@ -106,17 +117,11 @@ def _png(data: bytes) -> str:
 class OpenAIProvider(_Base):
     """OpenAI Chat Completions, and any server that speaks it (base_url)."""
 
-    def __init__(self, config: LLMConfig, prices: PriceTable | None = None,
-                 cache: ReplyCache | None = None):  # fmt: skip
-        super().__init__(config, prices, cache)
+    @staticmethod
+    def _sdk() -> Any:
         import openai
 
-        self.client = openai.AsyncOpenAI(
-            api_key=_key(config),
-            base_url=config.base_url,
-            timeout=config.timeout_s,
-            max_retries=config.max_retries,
-        )
+        return openai.AsyncOpenAI
 
     async def _call(self, system: str, messages: tuple[Message, ...]) -> tuple[str, str, int, int]:
         wire: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
@@ -150,17 +155,11 @@ class OpenAIProvider(_Base):
 class AnthropicProvider(_Base):
     """Anthropic Messages."""
 
-    def __init__(self, config: LLMConfig, prices: PriceTable | None = None,
-                 cache: ReplyCache | None = None):  # fmt: skip
-        super().__init__(config, prices, cache)
+    @staticmethod
+    def _sdk() -> Any:
         import anthropic
 
-        self.client = anthropic.AsyncAnthropic(
-            api_key=_key(config),
-            base_url=config.base_url,
-            timeout=config.timeout_s,
-            max_retries=config.max_retries,
-        )
+        return anthropic.AsyncAnthropic
 
     async def _call(self, system: str, messages: tuple[Message, ...]) -> tuple[str, str, int, int]:
         wire: list[dict[str, Any]] = []
