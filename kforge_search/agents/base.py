@@ -32,6 +32,10 @@ class Draft:
     genome: Genome | None = None  # the tunables, for agents that search over them
     precision: str = ""  # the GEMM input precision: ieee, tf32x3, tf32, bf16
     parents: tuple[str, ...] = ()  # ids of the drafts it derives from
+    model: str = ""  # the LLM that wrote it ("" for the builtin agent)
+    tokens_in: int = 0  # what writing it cost: prompt and completion tokens, dollars
+    tokens_out: int = 0
+    cost_usd: float = 0.0
 
     @property
     def id(self) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from kforge_search import prompts
 from kforge_search.agents.base import Context, Draft, Parent, Support
-from kforge_search.llm.config import Message, Reply
+from kforge_search.llm.config import LLMConfig, LLMError, Message, Reply
 from kforge_search.llm.parse import Module, extract
 from kforge_search.llm.providers import Provider
 from kforge_search.platforms import Platform
@@ -67,11 +67,39 @@ def digest(parent: Parent) -> str:
 
 
 class LLMAgent:
+    """Give it a provider, or an LLMConfig (the provider is then made on first use, so the
+    agent can travel to a lineage actor and open its connection there)."""
+
     name = "llm"
 
-    def __init__(self, provider: Provider, on_call: Callable[[Reply], None] | None = None):
-        self.provider = provider
+    def __init__(
+        self,
+        provider: Provider | LLMConfig,
+        on_call: Callable[[Reply], None] | None = None,
+        cache_dir: str | None = None,
+    ):
+        self._config = provider if isinstance(provider, LLMConfig) else None
+        self._provider = None if isinstance(provider, LLMConfig) else provider
         self.on_call = on_call
+        self.cache_dir = cache_dir
+        self.errors: list[str] = []  # calls that failed after the SDK's retries
+
+    @property
+    def provider(self) -> Provider:
+        if self._provider is None:
+            assert self._config is not None
+            from kforge_search.llm.cache import ReplyCache
+            from kforge_search.llm.providers import make_provider
+
+            cache = ReplyCache(self.cache_dir) if self.cache_dir else None
+            self._provider = make_provider(self._config, cache=cache)
+        return self._provider
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if self._config is not None:  # an SDK client does not pickle: made again there
+            state["_provider"] = None
+        return state
 
     def supports(self, problem: Problem, platform: Platform) -> Support:
         return Support(True)
@@ -117,20 +145,23 @@ class LLMAgent:
         if context.budget == 0:
             return []
         message = Message("user", self.prompt(context))
-        reply = asyncio.run(self.provider.complete(self.system(context), [message]))
+        try:
+            reply = asyncio.run(self.provider.complete(self.system(context), [message]))
+        except LLMError as exc:  # after the SDK's retries: this step proposes nothing
+            self.errors.append(f"{exc.kind}: {exc}")
+            return []
         if self.on_call is not None:
             self.on_call(reply)
         parsed = extract(reply.text)
-        parents = tuple(p.draft.id for p in context.parents[-1:])
+        cost = {
+            "parents": tuple(p.draft.id for p in context.parents[-1:]),
+            "model": reply.model,
+            "tokens_in": reply.tokens_in,
+            "tokens_out": reply.tokens_out,
+            "cost_usd": reply.cost_usd,
+        }
+        platform = context.platform.name
         if isinstance(parsed, Module):
             note = f"{reply.model}: {len(reply.text)} chars, {reply.tokens_out} tokens out"
-            return [Draft(parsed.source, context.platform.name, self.name, note, parents=parents)]
-        return [
-            Draft(
-                reply.text,
-                context.platform.name,
-                self.name,
-                f"unusable reply: {parsed.reason}",
-                parents=parents,
-            )
-        ]
+            return [Draft(parsed.source, platform, self.name, note, **cost)]
+        return [Draft(reply.text, platform, self.name, f"unusable reply: {parsed.reason}", **cost)]

@@ -19,6 +19,33 @@ from kforge_search.cli.live import Progress
 console = Console()
 
 
+def _agents(
+    agent: str, model: str | None, provider: str | None, base_url: str | None, cache: str | None
+) -> tuple[Any, ...]:
+    """builtin: the builtin agent; llm: LLM lineages, every second one a builtin seed
+    lineage whose kernels the LLM lineages get as references."""
+    from kforge_search.agents import BuiltinAgent
+    from kforge_search.agents.llm import LLMAgent
+    from kforge_search.cli.app import fail
+    from kforge_search.llm.config import LLMConfig
+
+    if agent == "builtin":
+        return (BuiltinAgent(),)
+    if agent != "llm":
+        fail(f"--agent {agent}: use builtin or llm")
+    if not model:
+        fail("--agent llm needs --model", "e.g. --model gpt-4o, or a local server's model name")
+    assert model is not None
+    kind = provider or (
+        "compatible" if base_url else "anthropic" if model.startswith("claude") else "openai"
+    )
+    try:
+        config = LLMConfig(kind, model, base_url=base_url)
+    except ValueError as exc:
+        fail(str(exc))
+    return (LLMAgent(config, cache_dir=cache), BuiltinAgent())  # lineage #0 is an LLM's
+
+
 def _load_resume(db: str, ref: str) -> Any:
     """The run to resume, read before the writer actor takes the database file."""
     from kforge_search.cli.app import fail
@@ -38,6 +65,8 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
     """The store rows of one lineage step: problem, hardware, candidate, evaluation, ...
     (not for evaluations replayed from the database: they are there already)."""
     from kforge_search.store.from_eval import Origin, eval_records
+    from kforge_search.store.ids import candidate_id
+    from kforge_search.store.records import LlmCallRecord
 
     rows: list[Any] = []
     reused = step.reused or (False,) * len(step.members)
@@ -52,6 +81,7 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
             generation=member.generation,
             pass_kind=step.pass_kind,
             agent=draft.agent,
+            model=draft.model,
         )
         rows.extend(
             eval_records(
@@ -61,6 +91,19 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
                 origin=origin,
                 run_id=run_id,
                 precision=draft.precision or "fp32",
+            )
+        )
+    for draft in step.calls:  # every LLM call of the step, also one that wrote a repeat
+        rows.append(
+            LlmCallRecord(
+                role="writer",
+                model=draft.model,
+                status="ok",
+                tokens_in=draft.tokens_in,
+                tokens_out=draft.tokens_out,
+                cost_usd=draft.cost_usd,
+                run_id=run_id,
+                candidate_id=candidate_id(draft.source, lineage.platform.name),
             )
         )
     return rows
@@ -104,7 +147,26 @@ def search_cmd(
     max_candidates: Annotated[
         int | None, typer.Option(help="stop after this many evaluations")
     ] = None,
-    agent: Annotated[str, typer.Option(help="builtin (LLM agents: not yet)")] = "builtin",
+    agent: Annotated[
+        str, typer.Option(help="builtin, or llm: LLM lineages beside a builtin seed lineage")
+    ] = "builtin",
+    model: Annotated[str | None, typer.Option(help="--agent llm: the model name")] = None,
+    provider: Annotated[
+        str | None,
+        typer.Option(help="openai, anthropic or compatible (default: from --model/--base-url)"),
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="an OpenAI-compatible server, e.g. http://localhost:8000/v1")
+    ] = None,
+    max_llm_tokens: Annotated[
+        int | None, typer.Option(help="stop when the LLM calls have used this many tokens")
+    ] = None,
+    max_usd: Annotated[
+        float | None, typer.Option(help="stop when the LLM calls have cost this much")
+    ] = None,
+    llm_cache: Annotated[
+        str | None, typer.Option(help="a folder of cached replies (reproducible reruns)")
+    ] = None,
     policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
     workers: Annotated[int, typer.Option(help="evaluator actors per platform")] = 1,
     db: DbOpt = DEFAULT_DB,
@@ -136,8 +198,7 @@ def search_cmd(
     from kforge_search.search.budget import Budget
     from kforge_search.search.engine import SearchConfig
 
-    if agent != "builtin":
-        fail(f"--agent {agent}: only the builtin agent exists so far", "use --agent builtin")
+    agents = _agents(agent, model, provider, base_url, llm_cache)
     resumed = _load_resume(db, resume) if resume else None
     if resumed is not None:
         stored = resumed.settings
@@ -158,7 +219,11 @@ def search_cmd(
         # no --max-candidates: the most the generations can evaluate (every lineage alive)
         alive = max(config.lineages, config.max_alive)
         most = len(problems) * len(platform) * alive * config.generations
-        budget = Budget(max_candidates=max_candidates or most * config.drafts_per_step)
+        budget = Budget(
+            max_candidates=max_candidates or most * config.drafts_per_step,
+            llm_tokens=max_llm_tokens,
+            money_usd=max_usd,
+        )
         eval_config = EvalConfig(policy=config.policy)
     except (TypeError, ValueError) as exc:
         fail(str(exc))
@@ -167,8 +232,10 @@ def search_cmd(
     settings: dict[str, Any] = {"sizes": sizes, "agent": agent, "lineage_actors": lineage_actors}
     if resumed is not None:
         settings["resumed_from"] = resumed.run_id
+    if model:
+        settings["model"] = model
     _execute(
-        Plan(probs, plats, config, budget, eval_config, settings, resumed),
+        Plan(probs, plats, config, budget, eval_config, settings, resumed, agents=agents),
         db=db,
         address=address,
         workers=workers,
@@ -188,6 +255,7 @@ class Plan:
     resumed: Any = None  # search.resume.Resumed
     seeds: dict[tuple[str, str], Any] | None = None  # (problem id, platform) -> drafts
     references: dict[str, Any] | None = None  # problem id -> references
+    agents: tuple[Any, ...] = ()  # lineage n gets agents[n % len]; () = the builtin agent
 
 
 def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
@@ -239,7 +307,7 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
         search = Search(
             probs,
             plats,
-            BuiltinAgent(),
+            list(plan.agents) or [BuiltinAgent()],
             evaluate,
             config,
             budget,

@@ -62,7 +62,7 @@ class Search:
         self,
         problems: Sequence[Problem],
         platforms: Sequence[Platform],
-        agent: Agent,
+        agent: Agent | Sequence[Agent],
         evaluate_many: Mapping[str, EvaluateMany],
         config: SearchConfig,
         budget: Budget,
@@ -79,11 +79,17 @@ class Search:
         missing = [p.name for p in platforms if p.name not in evaluate_many]
         if missing:
             raise ValueError(f"no evaluator for platform(s) {missing}")
-        self.problems, self.platforms, self.agent = problems, platforms, agent
+        # several agents: lineage n of each (problem, platform) gets agents[n % len(agents)]
+        # (e.g. a builtin seed lineage beside LLM lineages); a fork keeps its parent's
+        self.agents: tuple[Agent, ...] = (
+            tuple(agent) if isinstance(agent, list | tuple) else (agent,)  # type: ignore[arg-type]
+        )
+        self.problems, self.platforms = problems, platforms
         self.evaluate_many, self.config = evaluate_many, config
         self.tracker = BudgetTracker(budget)
         self.on_step = on_step
         self.make_lineage = make_lineage
+        self.agent_of: dict[str, Agent] = {}
         self.seeds = dict(seeds or {})
         self.given_refs = dict(references or {})
         self.alive: list[Lineage] = [
@@ -96,11 +102,13 @@ class Search:
         self.forked: list[str] = []
         self.known: dict[str, EvalResult] = {}  # every result, by generation.result_key
 
-    def _lineage(self, problem: Problem, platform: Platform, n: int) -> Lineage:
+    def _lineage(
+        self, problem: Problem, platform: Platform, n: int, agent: Agent | None = None
+    ) -> Lineage:
         lineage_id = f"{problem.name}@{platform.name}#{n}"
-        lineage = self.make_lineage(
-            lineage_id, problem, platform, self.agent, self.config.policy, n
-        )
+        agent = agent if agent is not None else self.agents[n % len(self.agents)]
+        lineage = self.make_lineage(lineage_id, problem, platform, agent, self.config.policy, n)
+        self.agent_of[lineage_id] = agent
         lineage.start_from(self.seeds.get((problem.id, platform.name), ()))
         return lineage
 
@@ -147,6 +155,8 @@ class Search:
             )
             for lineage, step in zip(group, steps, strict=True):
                 self.tracker.add_candidates(step.reused.count(False))
+                for draft in step.calls:  # what the LLM calls of the step cost
+                    self.tracker.add_llm(draft.tokens_in + draft.tokens_out, draft.cost_usd)
                 if self.on_step is not None:
                     self.on_step(lineage, step)
         if index + 1 >= cfg.judge_after:
@@ -165,6 +175,21 @@ class Search:
             Reference(sources[m.candidate_id], lineage.problem.name, m.platform, m.speedup)
             for m in references_for(same_problem, lineage.platform.name)
         )
+        own = {m.candidate_id for m in lineage.members}
+        here = verified(
+            m
+            for m in same_problem
+            if m.platform == lineage.platform.name and m.candidate_id not in own
+        )
+        if here:  # the best kernel another lineage found here (e.g. a builtin seed's)
+            m = here[0]
+            note = f"the best kernel of another lineage on {m.platform}"
+            live = (
+                Reference(
+                    sources[m.candidate_id], lineage.problem.name, m.platform, m.speedup, note
+                ),
+                *live,
+            )
         return live + tuple(self.given_refs.get(lineage.problem.id, ()))
 
     def _judge(self) -> None:
@@ -194,7 +219,7 @@ class Search:
         """A new lineage that starts from `parent`'s best member (adopted, not evaluated
         again)."""
         n = sum(1 for lin in self.lineages if lin.problem.id == parent.problem.id)
-        child = self._lineage(parent.problem, parent.platform, n)
+        child = self._lineage(parent.problem, parent.platform, n, self.agent_of[parent.lineage_id])
         best = parent.best()
         assert best is not None  # plan_lineages forks verified lineages only
         index = next(i for i, m in enumerate(parent.members) if m is best)

@@ -38,17 +38,23 @@ class Step:
     proposed: int = 0  # drafts the agent returned (step() fills it in)
     repeats: int = 0  # of those, sources the lineage had already evaluated (not evaluated again)
     reused: tuple[bool, ...] = ()  # per member: its result came from another lineage's run
+    calls: tuple[Draft, ...] = ()  # every LLM-written draft proposed, repeats included: the
+    # calls to charge and record (a repeat is not evaluated again, but its call was made)
 
 
 @dataclass(frozen=True)
 class Proposal:
     drafts: tuple[Draft, ...]  # new to the lineage, at most the budget
     proposed: int  # drafts the agent returned, repeats included
+    calls: tuple[Draft, ...] = ()  # the returned drafts an LLM call wrote, repeats included
 
     def counted(self, step: Step) -> Step:
         """The step that recorded this proposal, with what was proposed and repeated."""
         return dataclasses.replace(
-            step, proposed=self.proposed, repeats=self.proposed - len(self.drafts)
+            step,
+            proposed=self.proposed,
+            repeats=self.proposed - len(self.drafts),
+            calls=self.calls,
         )
 
 
@@ -116,7 +122,8 @@ class Lineage:
         for draft in proposed:
             if draft.id not in self._candidate_of and all(d.id != draft.id for d in fresh):
                 fresh.append(draft)
-        return Proposal(tuple(fresh[:budget]), len(proposed))
+        calls = tuple(d for d in proposed if d.model)
+        return Proposal(tuple(fresh[:budget]), len(proposed), calls)
 
     def record(self, drafts: Sequence[Draft], results: Sequence[EvalResult]) -> Step:
         """Take in the results of a proposal's drafts (same order): one step done."""
