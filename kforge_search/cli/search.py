@@ -64,7 +64,6 @@ def _load_resume(db: str, ref: str) -> Any:
 def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[Any]:
     """The store rows of one lineage step: problem, hardware, candidate, evaluation, ...
     (not for evaluations replayed from the database: they are there already)."""
-    from kforge_search.store.from_eval import Origin, eval_records
     from kforge_search.store.ids import candidate_id
     from kforge_search.store.records import LlmCallRecord
 
@@ -75,23 +74,8 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
     ):
         if again or member.candidate_id in replayed:  # recorded with the first evaluation
             continue
-        origin = Origin(
-            parent_ids=member.parent_ids,
-            lineage_id=member.lineage_id,
-            generation=member.generation,
-            pass_kind=step.pass_kind,
-            agent=draft.agent,
-            model=draft.model,
-        )
         rows.extend(
-            eval_records(
-                result,
-                draft.source,
-                lineage.problem,
-                origin=origin,
-                run_id=run_id,
-                precision=draft.precision or "fp32",
-            )
+            _evaluation_rows(lineage.problem, member, draft, result, step.pass_kind, run_id)
         )
     for draft in step.calls:  # every LLM call of the step, also one that wrote a repeat
         rows.append(
@@ -360,7 +344,7 @@ def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str) -> 
     table = Table("problem", "platform", "search ms", "again ms", "search x", "again x", "again")
     for w in winners:
         again = w.measured_again
-        writer.add(_winner_records(w, run.id))
+        writer.add(_evaluation_rows(w.problem, w.member, w.draft, w.again, "optimization", run.id))
         table.add_row(
             w.problem.name,
             w.platform,
@@ -377,24 +361,24 @@ def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str) -> 
         console.print(table)
 
 
-def _winner_records(winner: Any, run_id: str) -> list[Any]:
+def _evaluation_rows(
+    problem: Any, member: Any, draft: Any, result: Any, pass_kind: str, run_id: str
+) -> list[Any]:
+    """The store rows of one evaluation of a lineage member (a search step's, or a winner's
+    second measurement)."""
     from kforge_search.store.from_eval import Origin, eval_records
 
-    member = winner.member
     origin = Origin(
         parent_ids=member.parent_ids,
         lineage_id=member.lineage_id,
         generation=member.generation,
-        pass_kind="optimization",
-        agent=winner.draft.agent,
+        pass_kind=pass_kind,
+        agent=draft.agent,
+        model=draft.model,
     )
+    precision = draft.precision or "fp32"
     return eval_records(
-        winner.again,
-        winner.draft.source,
-        winner.problem,
-        origin=origin,
-        run_id=run_id,
-        precision=winner.draft.precision or "fp32",
+        result, draft.source, problem, origin=origin, run_id=run_id, precision=precision
     )
 
 
