@@ -18,7 +18,7 @@ import random
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kforge_search.agents import genome as gen
 from kforge_search.agents.base import Draft
@@ -58,6 +58,16 @@ def neighbourhood(
     return (head + rest)[:limit]
 
 
+def _problem_inputs(problem: Problem, device: str) -> tuple[Any, list[Any]]:
+    """The problem's module and its inputs (seed 0) on the device."""
+    import torch
+
+    module = exec_problem(problem)
+    torch.manual_seed(0)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    return module, inputs
+
+
 def screen(
     agent: BuiltinAgent,
     problem: Problem,
@@ -77,9 +87,7 @@ def screen(
         raise ValueError(f"{platform.name} times are not meaningful: nothing to screen")
     cache_cpp_builds(cache_dir() / "torch_extensions")
     device = "cuda" if platform.device_kind == "cuda" else "cpu"
-    module = exec_problem(problem)
-    torch.manual_seed(0)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    module, inputs = _problem_inputs(problem, device)
     clocks, timer = capture_clocks(device), METHODS[platform.timing]
     results: list[Screened] = []
     with tempfile.TemporaryDirectory(prefix="kforge-screen-") as tmp, torch.no_grad():
@@ -143,9 +151,7 @@ def time_reference(problem: Problem, platform: Platform, runs: int = 10, warmup:
     from kforge_search.evaluator.timing import METHODS, capture_clocks
 
     device = "cuda" if platform.device_kind == "cuda" else "cpu"
-    module = exec_problem(problem)
-    torch.manual_seed(0)
-    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    module, inputs = _problem_inputs(problem, device)
     model = module.Model(*module.get_init_inputs()).to(device)
     with torch.no_grad():
         timed = METHODS[platform.timing](

@@ -33,6 +33,7 @@ def seed_cmd(
     address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
 ) -> None:
     """Search platform Q starting from platform P's best verified kernels in the database."""
+    from kforge_search.agents.genome import describe
     from kforge_search.cli.app import fail, load, platform_or_fail
     from kforge_search.cli.search import Plan, _execute
     from kforge_search.evaluator import EvalConfig
@@ -70,6 +71,9 @@ def seed_cmd(
     for p in probs:
         hit = found[p.id]
         typer.echo(f"  {p.name}: {hit.candidate_id} ({_speed(hit)} on {hit.device_name})")
+        genome = seeds[(p.id, dst.name)][0].genome if seeds else None
+        if genome is not None:  # the builtin agent can tune it further
+            typer.echo(f"    builtin genome read back: {describe(genome)}")
     settings = {"sizes": sizes, "agent": "builtin", "seeded_from": src.name}
     plan = Plan(probs, [dst], config, budget, eval_config, settings, None, seeds, references)
     _execute(plan, db=db, address=address, workers=workers)
@@ -84,15 +88,13 @@ def _best_on(db: str, platform: str, problems: list[Any], device: str | None) ->
     found: dict[str, Any] = {}
     try:
         with Reader.open(db) as reader:
-            for p in problems:
-                hits = best_kernels(reader, None, platform, limit=1000)
-                hits = [h for h in hits if h.problem_id == p.id]
-                if device:
-                    hits = [h for h in hits if device.lower() in h.device_name.lower()]
-                if hits:
-                    found[p.id] = hits[0]
+            hits = best_kernels(reader, None, platform, limit=1000)  # best first
     except Exception as exc:  # a missing or unreadable file
         fail(f"cannot read {db}: {exc}", "pass the --db that holds the source platform's runs")
+    wanted = {p.id for p in problems}
+    for hit in hits:
+        if hit.problem_id in wanted and (not device or device.lower() in hit.device_name.lower()):
+            found.setdefault(hit.problem_id, hit)
     return found
 
 
