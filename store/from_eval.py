@@ -20,6 +20,7 @@ from .records import (
     EvaluationRecord,
     HardwareRecord,
     ProblemRecord,
+    ProfileRecord,
     Record,
     RunRecord,
 )
@@ -231,7 +232,41 @@ def eval_records(
         )
         for b in result.baselines
     ]
-    return (problem_record(problem, work), hw, candidate, evaluation, *baselines)
+    profiles = profile_records(result, cid, evaluation.id, hw.id)
+    return (problem_record(problem, work), hw, candidate, evaluation, *baselines, *profiles)
+
+
+def profile_records(
+    result: EvalResult, cid: str, evaluation_id: str, hardware_id: str
+) -> tuple[ProfileRecord, ...]:
+    """The profile stage's rows: the profile (torch.profiler or the launch timer) and, where
+    ncu ran, its metrics per kernel. Ids follow the evaluation, so a retry writes the same."""
+    profile = result.profile
+    if profile is None:
+        return ()
+    rows = [
+        ProfileRecord(
+            id=content_id(evaluation_id, profile.tool),
+            candidate_id=cid,
+            tool=profile.tool,
+            metrics=profile.to_json(),
+            evaluation_id=evaluation_id,
+            hardware_id=hardware_id,
+        )
+    ]
+    if profile.ncu:
+        ncu = [{"name": k.name, "metrics": dict(k.metrics)} for k in profile.ncu]
+        rows.append(
+            ProfileRecord(
+                id=content_id(evaluation_id, "ncu"),
+                candidate_id=cid,
+                tool="ncu",
+                metrics=_json(ncu),
+                evaluation_id=evaluation_id,
+                hardware_id=hardware_id,
+            )
+        )
+    return tuple(rows)
 
 
 def eval_run(config: Any, result: EvalResult, **extra: str) -> RunRecord:

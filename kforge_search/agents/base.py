@@ -18,6 +18,7 @@ from kforge_search.problem import Problem, source_hash
 
 if TYPE_CHECKING:
     from kforge_search.agents.genome import Genome
+    from kforge_search.analysis.rules import Analysis
     from kforge_search.evaluator.result import EvalResult
 
 
@@ -36,6 +37,8 @@ class Draft:
     tokens_in: int = 0  # what writing it cost: prompt and completion tokens, dollars
     tokens_out: int = 0
     cost_usd: float = 0.0
+    analysis: Analysis | None = None  # the analysis of parents[0] this draft was written
+    # from, when it was made for this draft (an analysis is attached to one proposal only)
 
     @property
     def id(self) -> str:

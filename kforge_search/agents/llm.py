@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import Any
 
 from kforge_search import prompts
-from kforge_search.agents.base import Context, Draft, Parent, Support
+from kforge_search.agents.analyst import Analyst, Report
+from kforge_search.agents.base import Context, Draft, Parent, Reference, Support
 from kforge_search.llm.config import LLMConfig, LLMError, Message, Reply
 from kforge_search.llm.parse import Module, extract
 from kforge_search.llm.providers import Provider
@@ -66,9 +67,29 @@ def digest(parent: Parent) -> str:
     return "\n".join(lines)
 
 
+SUPERVISION = ("auto", "reference-free", "cross-platform", "one-shot")
+
+
+def supervised(
+    supervision: str, platform: Platform, references: tuple[Reference, ...], oneshot: str
+) -> tuple[str, tuple[Reference, ...]]:
+    """The one-shot example and references a functional-pass prompt shows: auto (references
+    when offered, else the one-shot example), reference-free (neither), cross-platform (only
+    kernels of other platforms), one-shot (the example, no references)."""
+    if supervision == "reference-free":
+        return "", ()
+    if supervision == "one-shot":
+        return oneshot, ()
+    if supervision == "cross-platform":
+        return "", tuple(r for r in references if r.platform != platform.name)
+    return ("" if references else oneshot), references
+
+
 class LLMAgent:
     """Give it a provider, or an LLMConfig (the provider is then made on first use, so the
-    agent can travel to a lineage actor and open its connection there)."""
+    agent can travel to a lineage actor and open its connection there). The analyst reads
+    the best kernel's profile before each optimization pass: by default the same model
+    (`analyst=None`), or the one given; without a profile the digest has only the timing."""
 
     name = "llm"
 
@@ -77,11 +98,18 @@ class LLMAgent:
         provider: Provider | LLMConfig,
         on_call: Callable[[Reply], None] | None = None,
         cache_dir: str | None = None,
+        analyst: Analyst | None = None,
+        supervision: str = "auto",
     ):
+        if supervision not in SUPERVISION:
+            raise ValueError(f"supervision {supervision!r}: use one of {', '.join(SUPERVISION)}")
         self._config = provider if isinstance(provider, LLMConfig) else None
         self._provider = None if isinstance(provider, LLMConfig) else provider
         self.on_call = on_call
         self.cache_dir = cache_dir
+        self.supervision = supervision
+        self._analyst = analyst
+        self._reports: dict[str, Report] = {}  # best draft id -> its analysis
         self.errors: list[str] = []  # calls that failed after the SDK's retries
 
     @property
@@ -95,10 +123,18 @@ class LLMAgent:
             self._provider = make_provider(self._config, cache=cache)
         return self._provider
 
+    @property
+    def analyst(self) -> Analyst:
+        if self._analyst is None:
+            self._analyst = Analyst(self.provider, on_call=self.on_call)
+        return self._analyst
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         if self._config is not None:  # an SDK client does not pickle: made again there
             state["_provider"] = None
+            if self._analyst is not None and self._analyst.shares(self._provider):
+                state["_analyst"] = None
         return state
 
     def supports(self, problem: Problem, platform: Platform) -> Support:
@@ -110,13 +146,34 @@ class LLMAgent:
             "system.j2", platform=context.platform, policy=context.policy, guide=guide
         )
 
-    def prompt(self, context: Context) -> str:
-        refs = list(context.references)
+    @staticmethod
+    def best(context: Context) -> Parent | None:
         good = [p for p in context.parents if p.result.ok and p.p50_ms is not None]
-        if good:
-            best = min(good, key=lambda p: p.p50_ms or 0.0)
+        return min(good, key=lambda p: p.p50_ms or 0.0) if good else None
+
+    def report(self, context: Context) -> tuple[Report | None, bool]:
+        """The analysis of the best verified parent (made once per parent) and whether it was
+        made just now."""
+        best = self.best(context)
+        if best is None or best.result.profile is None:
+            return None, False
+        if best.draft.id in self._reports:
+            return self._reports[best.draft.id], False
+        report = self.analyst.report(
+            context.problem, context.platform, context.policy, best, context.budget
+        )
+        if isinstance(report, str):
+            return None, False
+        self._reports[best.draft.id] = report
+        return report, True
+
+    def prompt(self, context: Context, report: Report | None = None) -> str:
+        refs = tuple(context.references)
+        best = self.best(context)
+        if best is not None:
             both = (best.result.speedup("eager"), best.result.speedup("compile"))
             known = [s for s in both if s]
+            _, refs = supervised(self.supervision, context.platform, refs, "")
             return prompts.render(
                 "optimize.j2",
                 platform=context.platform,
@@ -127,16 +184,19 @@ class LLMAgent:
                     "p50_ms": best.p50_ms,
                     "speedup": min(known) if known else None,
                 },
-                digest=digest(best),
-                analysis="",
+                digest="\n".join(filter(None, [digest(best), report.digest if report else ""])),
+                analysis=report.analysis.text() if report else "",
                 references=refs,
             )
+        oneshot, refs = supervised(
+            self.supervision, context.platform, refs, prompts.oneshot(guide_key(context.platform))
+        )
         return prompts.render(
             "functional.j2",
             platform=context.platform,
             budget=context.budget,
             problem_source=context.problem.source,
-            oneshot=prompts.oneshot(guide_key(context.platform)) if not refs else "",
+            oneshot=oneshot,
             references=refs,
             previous=_previous(context.parents[-1]) if context.parents else None,
         )
@@ -144,7 +204,8 @@ class LLMAgent:
     def propose(self, context: Context) -> list[Draft]:
         if context.budget == 0:
             return []
-        message = Message("user", self.prompt(context))
+        report, fresh = self.report(context)
+        message = Message("user", self.prompt(context, report))
         try:
             reply = asyncio.run(self.provider.complete(self.system(context), [message]))
         except LLMError as exc:  # after the SDK's retries: this step proposes nothing
@@ -153,12 +214,15 @@ class LLMAgent:
         if self.on_call is not None:
             self.on_call(reply)
         parsed = extract(reply.text)
+        best = self.best(context)
+        parents = (best.draft.id,) if best is not None else ()
         cost = {
-            "parents": tuple(p.draft.id for p in context.parents[-1:]),
+            "parents": parents or tuple(p.draft.id for p in context.parents[-1:]),
             "model": reply.model,
             "tokens_in": reply.tokens_in,
             "tokens_out": reply.tokens_out,
             "cost_usd": reply.cost_usd,
+            "analysis": report.analysis if report and fresh else None,
         }
         platform = context.platform.name
         if isinstance(parsed, Module):

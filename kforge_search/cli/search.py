@@ -20,7 +20,12 @@ console = Console()
 
 
 def _agents(
-    agent: str, model: str | None, provider: str | None, base_url: str | None, cache: str | None
+    agent: str,
+    model: str | None,
+    provider: str | None,
+    base_url: str | None,
+    cache: str | None,
+    supervision: str = "auto",
 ) -> tuple[Any, ...]:
     """builtin: the builtin agent; llm: LLM lineages, every second one a builtin seed
     lineage whose kernels the LLM lineages get as references."""
@@ -43,7 +48,11 @@ def _agents(
         config = LLMConfig(kind, model, base_url=base_url)
     except ValueError as exc:
         fail(str(exc))
-    return (LLMAgent(config, cache_dir=cache), BuiltinAgent())  # lineage #0 is an LLM's
+    try:
+        writer = LLMAgent(config, cache_dir=cache, supervision=supervision)
+    except ValueError as exc:
+        fail(str(exc))
+    return (writer, BuiltinAgent())  # lineage #0 is an LLM's
 
 
 def _load_resume(db: str, ref: str) -> Any:
@@ -77,6 +86,10 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
         rows.extend(
             _evaluation_rows(lineage.problem, member, draft, result, step.pass_kind, run_id)
         )
+        if result.ok and result.profile is not None and not draft.model:
+            rows.extend(_rule_recommendation(lineage, draft, result, member.candidate_id))
+    platform = lineage.platform.name
+    sources = {p.draft.id: p.draft.source for p in lineage.parents}
     for draft in step.calls:  # every LLM call of the step, also one that wrote a repeat
         rows.append(
             LlmCallRecord(
@@ -87,10 +100,58 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
                 tokens_out=draft.tokens_out,
                 cost_usd=draft.cost_usd,
                 run_id=run_id,
-                candidate_id=candidate_id(draft.source, lineage.platform.name),
+                candidate_id=candidate_id(draft.source, platform),
             )
         )
+        analysis = draft.analysis
+        if analysis is None or not draft.parents or draft.parents[0] not in sources:
+            continue
+        analyzed = candidate_id(sources[draft.parents[0]], platform)
+        rows.append(_recommendation(analysis, analyzed))
+        if analysis.model:
+            rows.append(
+                LlmCallRecord(
+                    role="analyst",
+                    model=analysis.model,
+                    status="ok",
+                    tokens_in=analysis.tokens_in,
+                    tokens_out=analysis.tokens_out,
+                    cost_usd=analysis.cost_usd,
+                    run_id=run_id,
+                    candidate_id=analyzed,
+                )
+            )
     return rows
+
+
+_RULES: list[Any] = []  # one rules-only analyst per process (it caches each problem's work)
+
+
+def _rule_recommendation(lineage: Any, draft: Any, result: Any, cid: str) -> list[Any]:
+    """Lineages without an LLM: the rule-based analysis of each profiled candidate."""
+    from kforge_search.agents.analyst import Analyst
+    from kforge_search.agents.base import Parent
+
+    if not _RULES:
+        _RULES.append(Analyst())
+    report = _RULES[0].report(
+        lineage.problem, lineage.platform, lineage.policy, Parent(draft, result)
+    )
+    return [] if isinstance(report, str) else [_recommendation(report.analysis, cid)]
+
+
+def _recommendation(analysis: Any, analyzed: str) -> Any:
+    from kforge_search.store.ids import content_id
+    from kforge_search.store.records import RecommendationRecord
+
+    return RecommendationRecord(
+        id=content_id(analyzed, analysis.agent, analysis.model, analysis.text()),
+        candidate_id=analyzed,
+        analysis=f"{analysis.bottleneck}: {analysis.summary}",
+        suggestions=analysis.suggestions_json(),
+        agent=analysis.agent,
+        model=analysis.model,
+    )
 
 
 def _summary(search: Any) -> Table:
@@ -151,6 +212,20 @@ def search_cmd(
     llm_cache: Annotated[
         str | None, typer.Option(help="a folder of cached replies (reproducible reruns)")
     ] = None,
+    supervision: Annotated[
+        str,
+        typer.Option(
+            help="--agent llm, functional passes: auto, reference-free, cross-platform or one-shot"
+        ),
+    ] = "auto",
+    profile: Annotated[
+        bool | None,
+        typer.Option(
+            "--profile/--no-profile",
+            help="profile verified candidates (torch.profiler, ncu where it runs, CPU counters) "
+            "and store recommendations; default: on with --agent llm",
+        ),
+    ] = None,
     policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
     workers: Annotated[int, typer.Option(help="evaluator actors per platform")] = 1,
     db: DbOpt = DEFAULT_DB,
@@ -182,7 +257,7 @@ def search_cmd(
     from kforge_search.search.budget import Budget
     from kforge_search.search.engine import SearchConfig
 
-    agents = _agents(agent, model, provider, base_url, llm_cache)
+    agents = _agents(agent, model, provider, base_url, llm_cache, supervision)
     resumed = _load_resume(db, resume) if resume else None
     if resumed is not None:
         stored = resumed.settings
@@ -208,7 +283,8 @@ def search_cmd(
             llm_tokens=max_llm_tokens,
             money_usd=max_usd,
         )
-        eval_config = EvalConfig(policy=config.policy)
+        profiled = agent == "llm" if profile is None else profile
+        eval_config = EvalConfig(policy=config.policy, profile=profiled)
     except (TypeError, ValueError) as exc:
         fail(str(exc))
     plats = [platform_or_fail(name) for name in platform]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -74,13 +75,22 @@ class LaunchCounter:
 
     def __init__(self) -> None:
         self.count = 0
+        self.trace: Any = None  # a profile.LaunchTrace: each launch's name and host time
 
-    def _counting(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def _counting(self, fn: Callable[..., Any], label: Callable[..., str]) -> Callable[..., Any]:
         counter = self
+        clock = time.perf_counter
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             counter.count += 1
-            return fn(*args, **kwargs)
+            trace = counter.trace
+            if trace is None or not trace.on:
+                return fn(*args, **kwargs)
+            start = clock()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                trace.launches.append((label(*args), start, clock()))
 
         wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
         return wrapper
@@ -90,20 +100,30 @@ class LaunchCounter:
             from triton.runtime import jit
         except ImportError:
             return
-        jit.JITFunction.run = self._counting(jit.JITFunction.run)
+        jit.JITFunction.run = self._counting(jit.JITFunction.run, _kernel_name)
         try:
             from triton.runtime import interpreter
         except ImportError:
             return
-        interpreter.InterpretedFunction.run = self._counting(interpreter.InterpretedFunction.run)
+        interpreter.InterpretedFunction.run = self._counting(
+            interpreter.InterpretedFunction.run, _kernel_name
+        )
 
     def wrap_extension(self, module: Any, functions: Iterable[str] | None) -> Any:
         names = list(functions) if functions else [n for n in dir(module) if not n.startswith("_")]
+        prefix = getattr(module, "__name__", "ext").rsplit(".", 1)[-1]
         for name in names:
             fn = getattr(module, name, None)
             if callable(fn):
-                setattr(module, name, self._counting(fn))
+                label = f"{prefix}.{name}"
+                setattr(module, name, self._counting(fn, lambda *a, _l=label: _l))
         return module
+
+
+def _kernel_name(kernel: Any = None, *args: Any) -> str:
+    """A Triton kernel's function name (JITFunction / InterpretedFunction)."""
+    fn = getattr(kernel, "fn", None)
+    return str(getattr(fn, "__name__", None) or getattr(kernel, "__name__", "triton_kernel"))
 
 
 def _lookup(obj: Any, attr: str) -> Any:

@@ -16,9 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
 from kforge_search.evaluator.job import Job
 from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.result import (
     Artifacts,
     Baseline,
@@ -58,6 +60,9 @@ class EvalConfig:
     time_timeout_s: float = 300.0
     baseline_timeout_s: float = 900.0
     check_unseen: bool = True  # also verify at the problem's "unseen" size set
+    profile: bool = False  # profile verified candidates (advice for the agents, not reward)
+    ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
+    profile_timeout_s: float = 180.0
 
     def __post_init__(self) -> None:
         get_policy(self.policy)
@@ -78,6 +83,7 @@ class EvalConfig:
                 ("reference", self.verify_timeout_s + self.setup_timeout_s),
                 ("time", self.time_timeout_s),
                 ("baseline", self.baseline_timeout_s),
+                ("profile", self.profile_timeout_s),
             ),
             memory_mb=self.memory_limit_mb,
             output_bytes=self.output_limit_bytes,
@@ -144,7 +150,9 @@ class Evaluator:
             **kw,
         )
 
-    def _child(self, job: Job, work: Path, platform: Platform) -> Child:
+    def _child(
+        self, job: Job, work: Path, platform: Platform, prefix: tuple[str, ...] = ()
+    ) -> Child:
         path = work / f"{job.mode}-job.json"
         job.dump(path)
         env = {
@@ -153,7 +161,7 @@ class Evaluator:
             "TRITON_CACHE_DIR": str(cache_dir() / "triton"),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        return Child(path, work, self.config.limits(), env)
+        return Child(path, work, self.config.limits(), env, prefix)
 
     # -- reference ------------------------------------------------------------------------
     def reference(self, problem: Problem, platform: Platform) -> Reference:
@@ -300,9 +308,41 @@ class Evaluator:
         if result.ok:
             result = replace(result, generalizes=self._generalizes(path, problem, platform))
             result = replace(result, baselines=self.baselines(problem, platform, ref))
+            if result.profile is not None and platform.device_kind.startswith("cuda"):
+                result = replace(result, profile=self._with_ncu(path, problem, platform, result))
             if self.profile_hook is not None:
                 result = self.profile_hook(result)
         return result
+
+    def _with_ncu(
+        self, path: Path, problem: Problem, platform: Platform, result: EvalResult
+    ) -> Profile:
+        """The profile with Nsight Compute's metrics of one forward call, where ncu runs."""
+        assert result.profile is not None
+        if not self.config.ncu:
+            return result.profile
+        if not ncu.available():
+            return replace(result.profile, notes=(*result.profile.notes, "ncu: not on PATH"))
+        work = Path(tempfile.mkdtemp(prefix="kforge-ncu-"))
+        try:
+            shutil.copy(path, work / "candidate.py")
+            job = self._job(
+                "ncu", problem, platform, work, candidate_path=str(work / "candidate.py")
+            )
+            report = work / "ncu.csv"
+            with self._child(job, work, platform, ncu.command(str(report))) as child:
+                while (event := child.next_event()) is not None and event["type"] != "ncu":
+                    if event["type"] == "fail":
+                        break
+            text = report.read_text(errors="replace") if report.is_file() else ""
+            kernels = ncu.parse(text)
+            if not kernels:
+                tail = (child.exit.output if child.exit else "")[-300:].strip()
+                note = f"ncu gave no metrics: {tail or 'empty report'}"
+                return replace(result.profile, notes=(*result.profile.notes, note))
+            return replace(result.profile, ncu=kernels)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
 
     def _generalizes(self, path: Path, problem: Problem, platform: Platform) -> str:
         """ "yes"/"no": does the candidate also verify at the problem's unseen sizes?"""
@@ -342,6 +382,7 @@ class Evaluator:
     ) -> EvalResult:
         policy = get_policy(self.config.policy)
         correctness = base.correctness
+        timed_ok: EvalResult | None = None
         with self._child(job, work, platform) as child:
             while (event := child.next_event()) is not None:
                 kind = event["type"]
@@ -378,14 +419,18 @@ class Evaluator:
                             correctness=correctness,
                         )
                     child.send("time")
-                elif kind == "timing":
+                elif kind == "profile":
                     child.kill("")
+                    assert timed_ok is not None
+                    return replace(timed_ok, profile=Profile.from_dict(event["profile"]))
+                elif kind == "timing":
                     timing = TimingStats(**event["timing"])
                     stale = compare_fingerprints(
                         ref.fingerprints, event["fingerprints"], ref.dtypes, policy
                     )
                     problem = _timing_problem(timing, stale)
                     if problem:
+                        child.kill("")
                         reason, message = problem
                         return replace(
                             base,
@@ -396,16 +441,22 @@ class Evaluator:
                             timing=timing,
                             artifacts=Artifacts(output_tail=_tail(child), reasons=(reason,)),
                         )
-                    return replace(
+                    timed_ok = replace(
                         base,
                         status=Status.OK,
                         stage="done",
                         message="verified and timed",
                         correctness=correctness,
                         timing=timing,
-                        artifacts=Artifacts(output_tail=_tail(child)),
                     )
+                    if not self.config.profile:
+                        child.kill("")
+                        return replace(timed_ok, artifacts=Artifacts(output_tail=_tail(child)))
+                    child.send("profile")
         assert child.exit is not None
+        if timed_ok is not None:  # the profile stage failed: the candidate's result stands
+            why = _describe_exit(child.exit)
+            return replace(timed_ok, warnings=(*timed_ok.warnings, f"profile failed: {why}"))
         return _exit_result(base, child.exit, correctness)
 
 

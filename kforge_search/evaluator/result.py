@@ -7,6 +7,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from kforge_search.evaluator.profile import Profile
+
 
 class Status(enum.StrEnum):
     OK = "OK"
@@ -93,6 +95,7 @@ class EvalResult:
     warnings: tuple[str, ...] = ()
     generalizes: str = "unchecked"  # "yes" / "no": verified at the problem's unseen sizes
     duration_s: float = 0.0
+    profile: Profile | None = None  # the profile stage's, when the evaluator profiles
 
     @property
     def ok(self) -> bool:

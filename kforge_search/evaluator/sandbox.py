@@ -105,6 +105,7 @@ class Child:
     cwd: Path
     limits: Limits
     env: Mapping[str, str] = field(default_factory=dict)
+    prefix: tuple[str, ...] = ()  # a wrapper command (e.g. ncu ...) the child runs under
     stage: str = "start"
     exit: ChildExit | None = None
 
@@ -113,7 +114,13 @@ class Child:
         env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        cmd = [sys.executable, "-m", "kforge_search.evaluator.worker", str(self.job_path)]
+        cmd = [
+            *self.prefix,
+            sys.executable,
+            "-m",
+            "kforge_search.evaluator.worker",
+            str(self.job_path),
+        ]
         self._proc = subprocess.Popen(
             [*cmd, str(write_fd)],
             stdin=subprocess.PIPE,

@@ -18,7 +18,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from kforge_search.evaluator import guards
+from kforge_search.evaluator import guards, profile
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import Job
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
@@ -337,6 +337,62 @@ def run_candidate(job: Job, channel: Channel) -> None:
     guarded.check_harness()
     guarded.check_world()
     channel.send("timing", timing=asdict(stats), fingerprints=prints)
+    if sys.stdin.readline().strip() != "profile":
+        return
+
+    channel.stage("profile")
+    profiled = profile_model(guarded, module, job)
+    guarded.check_harness()
+    guarded.check_world()
+    channel.send("profile", profile=asdict(profiled))
+
+
+def profile_model(guarded: Guarded, module: Any, job: Job) -> Any:
+    """The profile stage (evaluator/profile.py) over the guarded model, on timing inputs."""
+    import torch
+
+    inputs = timing_inputs(module, job, 0)
+
+    def call() -> None:
+        with torch.no_grad():
+            guarded.model(*inputs)
+
+    guarded.counter.trace = profile.LaunchTrace()
+    try:
+        return profile.collect(
+            call, job.device, guarded.counter.trace, lambda: synchronize(job.device)
+        )
+    except Exception as exc:  # advice only: a profiler failure never fails the candidate
+        return profile.Profile(
+            tool="none",
+            device=job.device,
+            calls=0,
+            wall_us_per_call=0.0,
+            launches_per_call=0.0,
+            notes=(f"profiling failed: {type(exc).__name__}: {exc}",),
+        )
+
+
+def run_ncu(job: Job, channel: Channel) -> None:
+    """Under Nsight Compute (--profile-from-start off): warm up, then one forward call inside
+    the profiler range, so ncu measures exactly one call's kernels."""
+    import torch
+
+    module = exec_problem(job.problem)
+    channel.stage("build")
+    guarded = load_guarded(job, module)
+    inputs = timing_inputs(module, job, 0)
+    channel.stage("profile")
+    with torch.no_grad():
+        for _ in range(2):
+            guarded.model(*inputs)
+        synchronize(job.device)
+        torch.cuda.profiler.start()
+        guarded.model(*inputs)
+        synchronize(job.device)
+        torch.cuda.profiler.stop()
+    guarded.check_world()
+    channel.send("ncu")
 
 
 def time_model(
@@ -440,7 +496,12 @@ def run_baselines(job: Job, channel: Channel) -> None:
         channel.send("baseline", kind=kind, ok=True, timing=asdict(stats))
 
 
-MODES = {"candidate": run_candidate, "reference": run_reference, "baseline": run_baselines}
+MODES = {
+    "candidate": run_candidate,
+    "reference": run_reference,
+    "baseline": run_baselines,
+    "ncu": run_ncu,
+}
 
 
 def limit_memory(job: Job) -> None:
@@ -453,7 +514,7 @@ def limit_memory(job: Job) -> None:
 def main(argv: list[str]) -> int:
     job = Job.load(argv[1])
     channel = Channel(int(argv[2]))
-    if job.mode == "candidate":
+    if job.mode in ("candidate", "ncu"):
         guards.drop_privileges()
     limit_memory(job)
     channel.stage("setup")

@@ -157,6 +157,8 @@ class Search:
                 self.tracker.add_candidates(step.reused.count(False))
                 for draft in step.calls:  # what the LLM calls of the step cost
                     self.tracker.add_llm(draft.tokens_in + draft.tokens_out, draft.cost_usd)
+                    if (a := draft.analysis) is not None and a.model:  # and its analysis
+                        self.tracker.add_llm(a.tokens_in + a.tokens_out, a.cost_usd)
                 if self.on_step is not None:
                     self.on_step(lineage, step)
         if index + 1 >= cfg.judge_after:

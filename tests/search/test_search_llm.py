@@ -37,19 +37,37 @@ def _prompt(server: ScriptedLLM, i: int) -> str:
     return "\n".join(m["content"] for m in server.seen[i].body["messages"])
 
 
+ANALYSIS = Say(
+    "Looking at the digest, the chain is one launch and memory-bound.\n\n```json\n"
+    '{"bottleneck": "memory", "summary": "One pass over the data at low bandwidth.", '
+    '"suggestions": [{"title": "Smaller blocks for more programs", "detail": "BLOCK 1024 '
+    'keeps more programs in flight", "expected_gain": "up to 1.3x"}]}\n```',
+    80,
+    40,
+)
+
+
 def test_llm_search_fixes_a_build_error_from_its_log_then_optimizes(tmp_path):
     db = tmp_path / "k.duckdb"
     script = [_reply(BROKEN, "Here is a fused kernel."), _reply(GOOD, "Fixed the import.")]
-    script += [_reply(FASTER, "Tuned."), _reply(FASTER, "The same again.")]
+    script += [ANALYSIS, _reply(FASTER, "Tuned."), _reply(FASTER, "The same again.")]
     with ScriptedLLM(*script) as server:
         out = _search(server, db, "--generations", "3", "--max-candidates", "3")
     assert out.exit_code == 0, out.output
-    assert len(server.seen) == 3
+    assert len(server.seen) == 4
     assert "functional pass" in _prompt(server, 0)
     second = _prompt(server, 1)
     assert "Your previous attempt" in second and "No module named 'triton.languag'" in second
-    third = _prompt(server, 2)
-    assert "optimization pass" in third and "The current best" in third and "p50" in third
+    # the analyst reads the verified kernel's profile before the optimization pass
+    analyst = _prompt(server, 2)
+    assert "Analyze this verified cpu-triton kernel" in analyst
+    assert "kernel launches per call" in analyst and "_chain_kernel" in analyst
+    assert "Bottleneck:" in analyst  # the rules' verdict, for the model to correct
+    fourth = _prompt(server, 3)
+    assert "optimization pass" in fourth and "The current best" in fourth and "p50" in fourth
+    assert "The performance analyst's recommendations" in fourth
+    assert "Bottleneck: memory. One pass over the data" in fourth
+    assert "Smaller blocks for more programs (expected: up to 1.3x)" in fourth
     with Reader.open(db) as reader:
         statuses = reader.query(
             "SELECT e.status FROM evaluations e JOIN runs r ON r.id = e.run_id "
@@ -57,9 +75,21 @@ def test_llm_search_fixes_a_build_error_from_its_log_then_optimizes(tmp_path):
         ).rows
         calls = reader.query("SELECT role, model, tokens_in, tokens_out FROM llm_calls").rows
         agents = reader.query("SELECT DISTINCT agent, model FROM candidates").rows
+        recs = reader.query(
+            "SELECT r.agent, r.model, r.analysis, r.suggestions, c.source FROM recommendations r "
+            "JOIN candidates c ON c.id = r.candidate_id"
+        ).rows
+        tools = reader.query("SELECT DISTINCT tool FROM profiles").rows
     assert [s for (s,) in statuses][:2] == ["COMPILE_ERROR", "OK"]
-    assert list(calls) == [("writer", "scripted-coder", 100, 50)] * 3
+    writer = ("writer", "scripted-coder", 100, 50)
+    assert sorted(calls) == sorted([writer, writer, ("analyst", "scripted-coder", 80, 40), writer])
     assert list(agents) == [("llm", "scripted-coder")]
+    assert len(recs) == 1
+    agent, model, analysis, suggestions, source = recs[0]
+    assert (agent, model) == ("llm", "scripted-coder") and source == GOOD
+    assert analysis.startswith("memory: One pass")
+    assert "up to 1.3x" in suggestions
+    assert ("launch-timer",) in list(tools)
 
 
 def test_a_token_budget_stops_the_search_cleanly_and_says_why(tmp_path):
