@@ -82,7 +82,7 @@ def _timeline(ax, profile: Profile) -> None:
         y = lanes.index(span.lane) if span.lane in lanes else 0
         ax.barh(y, max(span.dur_us, 0.5), left=span.start_us, height=0.6, color=colors[span.name])
     for name in names[:8]:
-        ax.barh([], [], color=colors[name], label=name[:40])
+        ax.barh([], [], color=colors[name], label=name.lstrip("_")[:40] or name)  # "_x": unlisted
     if names:
         ax.legend(fontsize=7, loc="upper right")
     ax.set_xlim(left=0)

@@ -192,8 +192,8 @@ def analyze(
                 f"up to {gain:.1f}x",
             )
         )
-    elif f.compute_ms is not None and f.memory_ms is not None:
-        bottleneck = "compute" if f.compute_ms >= f.memory_ms else "memory"
+    elif f.memory_ms is not None:  # no FLOPs counted (a softmax, a copy): memory
+        bottleneck = "compute" if (f.compute_ms or 0.0) >= f.memory_ms else "memory"
     if profile.device == "cpu" and cpus > 1:
         busy = profile.counter("busy_threads")
         if busy is not None and busy < 0.5 * cpus:

@@ -8,7 +8,7 @@ import jinja2
 import pytest
 
 from kforge_search import prompts
-from kforge_search.agents.base import Context, Draft, Parent
+from kforge_search.agents.base import Context, Draft, Parent, Reference
 from kforge_search.agents.llm import LLMAgent, guide_key
 from kforge_search.evaluator.result import Artifacts, Baseline, EvalResult, Status, TimingStats
 from kforge_search.evaluator.static_check import static_check
@@ -87,3 +87,29 @@ def test_every_platform_has_a_guide_and_templates_refuse_missing_values():
         assert prompts.render(f"guides/{guide_key(platform)}.j2").strip()
     with pytest.raises(jinja2.UndefinedError):
         prompts.render("functional.j2", platform=TRITON, budget=1, problem_source="x")
+
+
+def test_supervision_decides_what_a_functional_prompt_shows_and_the_budget_its_advice():
+    same = Reference("# SAME-PLATFORM KERNEL", PROBLEM.name, TRITON.name, 1.5)
+    other = Reference("# CUDA KERNEL", PROBLEM.name, "cuda-triton", 3.0)
+    config = LLMConfig("openai", "gpt-4o")  # the provider is made on first call: none here
+
+    def shown(supervision: str, budget: int = 3) -> str:
+        agent = LLMAgent(config, supervision=supervision)
+        return agent.prompt(Context(PROBLEM, TRITON, "strict", (), (same, other), budget))
+
+    example = "An example of the format"
+    auto = shown("auto")
+    assert "SAME-PLATFORM" in auto and "CUDA KERNEL" in auto and example not in auto
+    assert "port the algorithm, not the code" in auto  # said of the other platform's only
+    free = shown("reference-free")
+    assert "SAME-PLATFORM" not in free and "CUDA KERNEL" not in free and example not in free
+    assert "No example or reference kernel comes with this task" in free
+    cross = shown("cross-platform")
+    assert "CUDA KERNEL" in cross and "SAME-PLATFORM" not in cross and example not in cross
+    one = shown("one-shot")
+    assert example in one and "SAME-PLATFORM" not in one and "CUDA KERNEL" not in one
+    assert "This is the last evaluation" in shown("auto", budget=1)
+    assert "This is the last evaluation" not in auto
+    with pytest.raises(ValueError, match="supervision 'mentored'"):
+        LLMAgent(config, supervision="mentored")
