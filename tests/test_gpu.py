@@ -133,3 +133,32 @@ def test_builtin_agent_kernels_verify_and_generalize_on_the_gpu(problem, policy,
     assert result.status is Status.OK, result.message
     assert result.generalizes == "yes"
     assert result.timing.meaningful and result.speedup("eager") is not None
+
+
+@pytest.mark.parametrize(
+    ("platform", "candidate"),
+    [("cuda-triton", "triton/gemm_bias_relu.py"), ("cuda-cpp", "cuda_cpp/gemm_bias_relu.py")],
+)
+def test_profile_stage_times_device_kernels_and_reads_ncu(platform, candidate):
+    from kforge_search.agents.analyst import Analyst
+    from kforge_search.agents.base import Draft, Parent
+    from kforge_search.evaluator import ncu
+
+    problem = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
+    plat = get_platform(platform)
+    evaluator = Evaluator(EvalConfig(baselines=(), profile=True, check_unseen=False))
+    result = evaluator.evaluate(EXAMPLES / candidate, problem, plat)
+    assert result.status is Status.OK, result.message
+    profile = result.profile
+    assert profile is not None and profile.tool == "torch.profiler", result.warnings
+    device = [k for k in profile.kernels if k.where == "device"]
+    assert device and all(k.total_us > 0 for k in device), profile
+    assert profile.kernel_us_per_call <= profile.wall_us_per_call * 1.05
+    assert {s.lane for s in profile.timeline} == {"host", "device"}
+    if ncu.available():  # on the device it is: one call's kernels with their metrics
+        assert profile.ncu, profile.notes
+        first = profile.ncu[0]
+        assert any(k.startswith("Duration") for k, _ in first.metrics), first.metrics
+    report = Analyst().report(problem, plat, "strict", Parent(Draft("", platform, "x", ""), result))
+    assert not isinstance(report, str) and "us/call" in report.digest
+    print(report.digest, report.analysis.text(), sep="\n")  # shown with -s on the device

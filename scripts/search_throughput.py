@@ -1,0 +1,132 @@
+"""Search throughput on a GPU machine (issue 6, item 9): one `kforge search` on cuda-triton
+with the builtin agent, measured from outside.
+
+    python scripts/search_throughput.py OUTDIR --workers 1 [--problems 01 02 ...] \
+        [--lineages 1] [--generations 2] [--sizes NAME]
+
+While the search runs, nvidia-smi samples every GPU's utilization twice a second (the
+fraction of time a kernel was running: the GPU's busy fraction). Afterwards the search's
+database gives the evaluations of the run (search steps and the winners' second
+measurement), their summed durations (the evaluator actors' busy fraction) and the best
+speedup per problem (over the faster of eager and torch.compile). Each invocation uses a
+fresh cache folder (baselines, Triton and C++ builds), so runs with 1 and 2 evaluator
+actors do the same work. Prints a summary and writes OUTDIR/throughput.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+DEFAULT = ("01", "02", "03", "05", "09", "13", "16", "21")
+
+
+def _sample(stop: threading.Event, samples: list[tuple[float, int, float]]) -> None:
+    query = ["nvidia-smi", "--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
+    while not stop.is_set():
+        try:
+            out = subprocess.run(query, capture_output=True, text=True, timeout=5).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        now = time.time()
+        for line in out.strip().splitlines():
+            index, util = (x.strip() for x in line.split(","))
+            samples.append((now, int(index), float(util)))
+        stop.wait(0.5)
+
+
+def _problems(prefixes: list[str]) -> list[str]:
+    suite = Path(__file__).resolve().parents[1] / "problems" / "level2"
+    names = sorted(p.stem for p in suite.glob("*.py"))
+    return [f"level2/{next(n for n in names if n.startswith(p + '_'))}" for p in prefixes]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--problems", nargs="+", default=list(DEFAULT))
+    ap.add_argument("--lineages", type=int, default=1)
+    ap.add_argument("--generations", type=int, default=2)
+    ap.add_argument("--sizes", default=None)
+    ap.add_argument("--policy", default="loose")
+    ap.add_argument("--platform", default="cuda-triton")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    db = out / f"search-w{args.workers}.duckdb"
+    cache = tempfile.mkdtemp(prefix=f"kforge-cache-w{args.workers}-")
+    cmd = [sys.executable, "-m", "kforge_search", "search", *_problems(args.problems)]
+    cmd += ["--platform", args.platform, "--workers", str(args.workers), "--db", str(db)]
+    cmd += ["--lineages", str(args.lineages), "--generations", str(args.generations)]
+    cmd += ["--policy", args.policy, "--no-profile"]
+    if args.sizes:
+        cmd += ["--sizes", args.sizes]
+    samples: list[tuple[float, int, float]] = []
+    stop = threading.Event()
+    sampler = threading.Thread(target=_sample, args=(stop, samples), daemon=True)
+    sampler.start()
+    started = time.time()
+    env = {**os.environ, "KFORGE_CACHE_DIR": cache}
+    with open(out / f"search-w{args.workers}.log", "w") as log:
+        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    wall = time.time() - started
+    stop.set()
+    sampler.join()
+    summary = _summarize(db, wall, samples, args.workers)
+    summary.update(command=" ".join(cmd[1:]), exit_code=code)
+    (out / f"throughput-w{args.workers}.json").write_text(json.dumps(summary, indent=1))
+    print(json.dumps(summary, indent=1))
+    return code
+
+
+def _summarize(db: Path, wall: float, samples: list, workers: int) -> dict:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    runs = con.execute(
+        "SELECT id, kind, epoch(ended_at) - epoch(started_at) FROM runs ORDER BY started_at"
+    ).fetchall()
+    ids = [r[0] for r in runs]
+    marks = ",".join("?" * len(ids)) or "''"
+    evals, busy = con.execute(
+        f"SELECT count(*), sum(duration_s) FROM evaluations WHERE run_id IN ({marks})", ids
+    ).fetchone()
+    best = con.execute(
+        "SELECT p.name, max(least(e.speedup_eager, e.speedup_compile)) "
+        "FROM evaluations e JOIN problems p ON p.id = e.problem_id "
+        "WHERE e.status = 'OK' AND e.speedup_eager IS NOT NULL AND e.speedup_compile IS NOT NULL "
+        "GROUP BY p.name ORDER BY p.name"
+    ).fetchall()
+    verified = con.execute("SELECT count(*) FROM evaluations WHERE status = 'OK'").fetchone()[0]
+    gpus = sorted({i for _, i, _ in samples})
+    util = {
+        str(g): sum(u for _, i, u in samples if i == g)
+        / max(1, sum(1 for s in samples if s[1] == g))
+        for g in gpus
+    }
+    used = gpus[:workers] if gpus else []
+    gpu_minutes = wall / 60 * max(len(used), 1)
+    return {
+        "workers": workers,
+        "wall_s": round(wall, 1),
+        "runs": [{"kind": k, "seconds": s} for _, k, s in runs],
+        "evaluations": evals,
+        "verified": verified,
+        "evaluations_per_gpu_minute": round(evals / gpu_minutes, 3),
+        "evaluations_per_minute": round(evals / (wall / 60), 3),
+        "evaluator_busy_fraction": round((busy or 0.0) / (wall * workers), 3),
+        "gpu_utilization_mean_pct": {g: round(u, 1) for g, u in util.items()},
+        "best_speedup": {name: round(s, 3) for name, s in best},
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
