@@ -77,9 +77,12 @@ class LaunchCounter:
         self.count = 0
         self.trace: Any = None  # a profile.LaunchTrace: each launch's name and host time
 
-    def _counting(self, fn: Callable[..., Any], label: Callable[..., str]) -> Callable[..., Any]:
+    def _counting(
+        self, fn: Callable[..., Any], label: Callable[..., str] | None = None
+    ) -> Callable[..., Any]:
         counter = self
         clock = time.perf_counter
+        label = label or _kernel_name
 
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             counter.count += 1
