@@ -331,7 +331,9 @@ class Evaluator:
             )
             report = work / "ncu.csv"
             with self._child(job, work, platform, ncu.command(str(report))) as child:
-                while (event := child.next_event()) is not None and event["type"] != "ncu":
+                # ncu writes its report when the program ends: let it end (killing it at the
+                # worker's "ncu" event would leave no report)
+                while (event := child.next_event()) is not None:
                     if event["type"] == "fail":
                         break
             text = report.read_text(errors="replace") if report.is_file() else ""
