@@ -74,7 +74,6 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
     """The store rows of one lineage step: problem, hardware, candidate, evaluation, ...
     (not for evaluations replayed from the database: they are there already)."""
     from kforge_search.store.ids import candidate_id
-    from kforge_search.store.records import LlmCallRecord
 
     rows: list[Any] = []
     reused = step.reused or (False,) * len(step.members)
@@ -91,37 +90,31 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
     platform = lineage.platform.name
     sources = {p.draft.id: p.draft.source for p in lineage.parents}
     for draft in step.calls:  # every LLM call of the step, also one that wrote a repeat
-        rows.append(
-            LlmCallRecord(
-                role="writer",
-                model=draft.model,
-                status="ok",
-                tokens_in=draft.tokens_in,
-                tokens_out=draft.tokens_out,
-                cost_usd=draft.cost_usd,
-                run_id=run_id,
-                candidate_id=candidate_id(draft.source, platform),
-            )
-        )
+        rows.append(_call_row("writer", draft, run_id, candidate_id(draft.source, platform)))
         analysis = draft.analysis
         if analysis is None or not draft.parents or draft.parents[0] not in sources:
             continue
         analyzed = candidate_id(sources[draft.parents[0]], platform)
         rows.append(_recommendation(analysis, analyzed))
         if analysis.model:
-            rows.append(
-                LlmCallRecord(
-                    role="analyst",
-                    model=analysis.model,
-                    status="ok",
-                    tokens_in=analysis.tokens_in,
-                    tokens_out=analysis.tokens_out,
-                    cost_usd=analysis.cost_usd,
-                    run_id=run_id,
-                    candidate_id=analyzed,
-                )
-            )
+            rows.append(_call_row("analyst", analysis, run_id, analyzed))
     return rows
+
+
+def _call_row(role: str, call: Any, run_id: str, cid: str) -> Any:
+    """An llm_calls row from what carries a call's cost (a Draft or an Analysis)."""
+    from kforge_search.store.records import LlmCallRecord
+
+    return LlmCallRecord(
+        role=role,
+        model=call.model,
+        status="ok",
+        tokens_in=call.tokens_in,
+        tokens_out=call.tokens_out,
+        cost_usd=call.cost_usd,
+        run_id=run_id,
+        candidate_id=cid,
+    )
 
 
 _RULES: list[Any] = []  # one rules-only analyst per process (it caches each problem's work)
