@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Issue 6's GPU figures in one go (items 9 and 8). From the repo root on the GPU machine:
+#   scripts/gpu_issue6.sh OUTDIR [throughput|efficiency|all]
+# throughput: scripts/search_throughput.py with 1 evaluator actor, then with 2 where the
+#   machine has 2 GPUs (same problems and settings, a fresh cache each): evaluations per
+#   GPU-minute, busy fractions, best speedups, and the 2-vs-1 ratio.
+# efficiency: kforge bench --search-efficiency (evolutionary vs random genomes, budget 12,
+#   3 trials, loose) on EFF_PROBLEMS (default: 01 13 21).
+# Env: PROBLEMS (default 01 02 03 05 09 13 16 21), LINEAGES (2), GENERATIONS (2), SIZES ("").
+set -uo pipefail
+out=${1:?OUTDIR}
+what=${2:-all}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+problems=${PROBLEMS:-01 02 03 05 09 13 16 21}
+args=(--lineages "${LINEAGES:-2}" --generations "${GENERATIONS:-2}" --problems $problems)
+[ -n "${SIZES:-}" ] && args+=(--sizes "$SIZES")
+gpus=$(nvidia-smi -L | wc -l)
+nvidia-smi --query-gpu=index,name --format=csv,noheader | tee "$out/gpus.txt"
+if [ "$what" = throughput ] || [ "$what" = all ]; then
+  python scripts/search_throughput.py "$out" --workers 1 "${args[@]}" | tail -30
+  if [ "$gpus" -ge 2 ]; then
+    python scripts/search_throughput.py "$out" --workers 2 "${args[@]}" | tail -30
+    python - "$out" <<'PY'
+import json, sys
+one = json.load(open(f"{sys.argv[1]}/throughput-w1.json"))
+two = json.load(open(f"{sys.argv[1]}/throughput-w2.json"))
+ratio = two["evaluations_per_minute"] / one["evaluations_per_minute"]
+print(f"2 evaluator actors vs 1: {ratio:.2f}x evaluations per minute "
+      f"({two['evaluations']} in {two['wall_s']} s vs {one['evaluations']} in {one['wall_s']} s)")
+PY
+  fi
+fi
+if [ "$what" = efficiency ] || [ "$what" = all ]; then
+  suite=$(mktemp -d)
+  for n in ${EFF_PROBLEMS:-01 13 21}; do cp problems/level2/${n}_*.py "$suite/"; done
+  python -m kforge_search bench "$suite" --platform cuda-triton --policy loose \
+    --search-efficiency --budget 12 --trials 3 --out "$out/efficiency" 2>&1 | tail -25
+fi
