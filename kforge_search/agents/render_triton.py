@@ -107,6 +107,14 @@ class StageWriter:
             self.kernels.append(kernel)
             pre, head, tma = self._operands([f"a{s}", f"w{s}"], str(gn.block_m), str(gn.block_n))
             lines += pre
+            if self.stage.pool is not None:  # whole windows per tile where the size allows
+                lines += [
+                    f"pw{s} = POOL{s} if POOL{s} & (POOL{s} - 1) == 0 and POOL{s} <= {gn.block_n}"
+                    " else 1",
+                    f"bnp{s} = {gn.block_n} // pw{s}",
+                ]
+                grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, bnp{s}), 1, BT{s})"
+                consts = self._consts(str(gn.block_m), f"bnp{s}") + f", POOL_W=pw{s}"
             lines.append(_launch(kernel, grid, head, self._sizes(), consts + tma))
         if st.tail:
             lines += self._pass_lines(leaves | set(stores))
@@ -142,7 +150,8 @@ class StageWriter:
             ]
             grid = f"(triton.cdiv(NC{s}, bn), 1, BT{s})"
         pre, head, tma = self._operands([f"a{s}", f"w{s}"], "bm", "bn")
-        launch = _launch(kernel, grid, head, self._sizes(), self._consts("bm", "bn") + tma)
+        pooled = ", POOL_W=1" if st.pool is not None else ""  # a whole row: windows looped
+        launch = _launch(kernel, grid, head, self._sizes(), self._consts("bm", "bn") + pooled + tma)
         return [*self._alloc(st.outs), *sizes, *pre, launch]
 
     def lines(self) -> tuple[list[str], list[str]]:

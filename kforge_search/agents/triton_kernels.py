@@ -70,6 +70,8 @@ def gemm_kernel(
             else f"pooled + v{pool.x}",
             "finish": " / POOL_K" if pool.fn == "avg" else "",
             "out": f"v{pool.id}",
+            "x": f"v{pool.x}",
+            "reduce": "max" if pool.fn == "max" else "sum",
         }
         have = {pool.id}
     post_ids = r.schedule(graph, targets, have, leaves) if mode != "partial" else []

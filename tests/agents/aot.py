@@ -20,6 +20,7 @@ from typing import Any
 CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
     "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
+    "POOL_W": 8,
 }  # fmt: skip
 
 
@@ -60,6 +61,8 @@ def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[
         if not any(p in CONSTEXPRS for p in params):
             continue  # a helper called from kernels
         consts = {p: constexprs.get(p, CONSTEXPRS[p]) for p in params if p in CONSTEXPRS}
+        if "POOL_W" in consts and "BLOCK_N" not in constexprs:  # as the forward does: the
+            consts["BLOCK_N"] = max(1, consts["BLOCK_N"] // consts["POOL_W"])  # GEMM tile stays
         shapes = {**CONSTEXPRS, **consts}
         b_kn = "b_desc.load([k0," in fn.src
         signature = {
