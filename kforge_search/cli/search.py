@@ -179,6 +179,10 @@ def search_cmd(
         typer.Option("--platform", help="platform(s) to search; repeat for several"),
     ] = None,
     lineages: Annotated[int, typer.Option(help="lineages per problem and platform")] = 2,
+    functional_passes: Annotated[
+        int,
+        typer.Option(help="steps a lineage may take to a verified kernel before it gives up"),
+    ] = 5,
     generations: Annotated[
         int | None, typer.Option(help="generations at most (default 3; with --resume: the run's)")
     ] = None,
@@ -263,7 +267,11 @@ def search_cmd(
         if not problems or not platform:
             fail("give PROBLEMS and at least one --platform", "or --resume RUN")
         config_args = dict(
-            lineages=lineages, generations=generations or 3, policy=policy, seed=seed
+            lineages=lineages,
+            generations=generations or 3,
+            policy=policy,
+            seed=seed,
+            functional_passes=functional_passes,
         )
     assert problems is not None and platform is not None
     try:
@@ -379,6 +387,12 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
         writer.flush()
         ray.get(writer.actor.finish_run.remote(run.id, status))
         console.print(_summary(search))
+        if search.gave_up:
+            console.print(
+                f"gave up (no verified kernel in {config.functional_passes} functional passes): "
+                + ", ".join(search.gave_up),
+                highlight=False,
+            )
         if status == "finished":
             _remeasure(search, pools, writer, run.id)
         if resumed is not None:

@@ -6,7 +6,9 @@ lineages of each (problem, platform) are judged: the strongest fork (a new linea
 from its best member), the weakest retire (`lineages.plan_lineages`). Every lineage is
 offered the best verified kernels of the same problem on the other platforms as references
 (live cross-platform transfer). The budget is checked before each generation, and the
-search stops with the reason. No Ray here (actors/ and the CLI bring it).
+search stops with the reason. A lineage that has no verified kernel after its functional-pass
+budget (`functional_passes` steps) gives up and retires. No Ray here (actors/ and the CLI
+bring it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
 from kforge_search.search.budget import Budget, BudgetTracker
 from kforge_search.search.generation import EvaluateMany, run_generation
-from kforge_search.search.lineage import Lineage, Step
+from kforge_search.search.lineage import FUNCTIONAL, Lineage, Step
 from kforge_search.search.lineages import lineage_scores, plan_lineages
 from kforge_search.search.population import Member, references_for, verified
 
@@ -37,9 +39,16 @@ class SearchConfig:
     min_alive: int = 1
     max_alive: int = 4
     judge_after: int = 1  # generations a lineage lives before it can be forked or retired
+    functional_passes: int = 5  # steps a lineage may take to a verified kernel, else it gives up
 
     def __post_init__(self) -> None:
-        for name in ("lineages", "generations", "drafts_per_step", "max_alive"):
+        for name in (
+            "lineages",
+            "generations",
+            "drafts_per_step",
+            "max_alive",
+            "functional_passes",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}: needs >= 1")
 
@@ -52,6 +61,8 @@ class SearchResult:
     members: tuple[Member, ...]
     retired: tuple[str, ...] = field(default=())
     forked: tuple[str, ...] = field(default=())
+    gave_up: tuple[str, ...] = field(default=())  # retired: no verified kernel in their
+    # functional-pass budget
 
 
 OnStep = Callable[[Lineage, Step], None]
@@ -100,6 +111,7 @@ class Search:
         ]
         self.retired: list[Lineage] = []
         self.forked: list[str] = []
+        self.gave_up: list[str] = []
         self.known: dict[str, EvalResult] = {}  # every result, by generation.result_key
 
     def _lineage(
@@ -137,6 +149,7 @@ class Search:
             tuple(self.members()),
             tuple(lin.lineage_id for lin in self.retired),
             tuple(self.forked),
+            tuple(self.gave_up),
         )
 
     def generation(self, index: int) -> None:
@@ -161,6 +174,10 @@ class Search:
                         self.tracker.add_llm(a.tokens_in + a.tokens_out, a.cost_usd)
                 if self.on_step is not None:
                     self.on_step(lineage, step)
+                if lineage.pass_kind == FUNCTIONAL and lineage.generation >= cfg.functional_passes:
+                    self.alive.remove(lineage)  # its functional-pass budget is spent
+                    self.retired.append(lineage)
+                    self.gave_up.append(lineage.lineage_id)
         if index + 1 >= cfg.judge_after:
             self._judge()
 

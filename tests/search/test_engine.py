@@ -76,3 +76,44 @@ def test_search_forks_within_the_candidate_budget_and_stops_with_the_reason():
 def test_a_platform_without_an_evaluator_is_refused():
     with pytest.raises(ValueError, match="no evaluator"):
         Search(PROBLEMS, [CPP], BuiltinAgent(), {}, SearchConfig(), Budget(max_candidates=1))
+
+
+class _NeverRight:
+    """Writes a new module each step that the static check rejects (no kernel)."""
+
+    name = "never-right"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def supports(self, problem, platform):
+        from kforge_search.agents.base import Support
+
+        return Support(True)
+
+    def propose(self, context):
+        from kforge_search.agents.base import Draft
+
+        self.calls += 1
+        source = f"import torch\n\n\nclass ModelNew(torch.nn.Module):\n    n = {self.calls}\n"
+        return [Draft(source, context.platform.name, self.name, "attempt")]
+
+
+def test_a_lineage_that_never_verifies_gives_up_after_its_functional_passes():
+    evaluate_many = sequential(Evaluator(EvalConfig(baselines=(), check_unseen=False)), CPP)
+    agent = _NeverRight()
+    search = Search(
+        PROBLEMS[:1],
+        [CPP],
+        agent,
+        {CPP.name: evaluate_many},
+        SearchConfig(lineages=1, generations=6, functional_passes=2),
+        Budget(max_candidates=10),
+    )
+    result = search.run()
+    assert agent.calls == 2 and len(result.members) == 2  # no third attempt
+    assert all(m.status == "REJECTED" for m in result.members)
+    (lineage,) = result.gave_up
+    assert result.retired == (lineage,) and not search.alive
+    with pytest.raises(ValueError, match="functional_passes=0"):
+        SearchConfig(functional_passes=0)
