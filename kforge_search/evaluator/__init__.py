@@ -1,4 +1,4 @@
-"""The staged evaluator: static_check -> build -> verify -> time -> profile (hook)."""
+"""The staged evaluator: static_check -> build -> verify -> time -> profile (when asked)."""
 
 from kforge_search.evaluator.pipeline import EvalConfig, Evaluator
 from kforge_search.evaluator.result import EvalResult, Status

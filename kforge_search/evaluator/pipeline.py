@@ -1,4 +1,4 @@
-"""The staged evaluator: static check -> build -> verify -> time (-> profile hook).
+"""The staged evaluator: static check -> build -> verify -> time (-> profile, when asked).
 
 The reference runs in one child process, the candidate in another; outputs are compared
 here in the parent. Every path ends in one frozen EvalResult.
@@ -11,7 +11,6 @@ import shutil
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -35,8 +34,6 @@ from kforge_search.evaluator.verify import compare_fingerprints, compare_outputs
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
-
-ProfileHook = Callable[[EvalResult], EvalResult]
 
 
 def _default_memory_mb() -> int:
@@ -115,9 +112,8 @@ def _load_tensors(path: Path) -> list[list[Any]]:
 class Evaluator:
     """Evaluates candidates; caches reference outputs in memory and baselines on disk."""
 
-    def __init__(self, config: EvalConfig | None = None, profile_hook: ProfileHook | None = None):
+    def __init__(self, config: EvalConfig | None = None):
         self.config = config or EvalConfig()
-        self.profile_hook = profile_hook
         self._references: OrderedDict[str, Reference] = OrderedDict()
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
         make_undumpable()
@@ -310,8 +306,6 @@ class Evaluator:
             result = replace(result, baselines=self.baselines(problem, platform, ref))
             if result.profile is not None and platform.device_kind.startswith("cuda"):
                 result = replace(result, profile=self._with_ncu(path, problem, platform, result))
-            if self.profile_hook is not None:
-                result = self.profile_hook(result)
         return result
 
     def _with_ncu(
@@ -424,7 +418,10 @@ class Evaluator:
                 elif kind == "profile":
                     child.kill("")
                     assert timed_ok is not None
-                    return replace(timed_ok, profile=Profile.from_dict(event["profile"]))
+                    profile = Profile.from_dict(event["profile"])
+                    return replace(
+                        timed_ok, profile=profile, artifacts=Artifacts(output_tail=_tail(child))
+                    )
                 elif kind == "timing":
                     timing = TimingStats(**event["timing"])
                     stale = compare_fingerprints(
@@ -458,7 +455,11 @@ class Evaluator:
         assert child.exit is not None
         if timed_ok is not None:  # the profile stage failed: the candidate's result stands
             why = _describe_exit(child.exit)
-            return replace(timed_ok, warnings=(*timed_ok.warnings, f"profile failed: {why}"))
+            return replace(
+                timed_ok,
+                warnings=(*timed_ok.warnings, f"profile failed: {why}"),
+                artifacts=Artifacts(output_tail=_tail(child)),
+            )
         return _exit_result(base, child.exit, correctness)
 
 
