@@ -224,7 +224,7 @@ def analyze(
             )
     if bottleneck == "compute" and f.compute_ms:
         faster = [p for p in ("tf32x3", "tf32", "bf16") if p in precisions and p != precision]
-        if faster and (precision in ("", "ieee", "fp32") or precision == "tf32x3"):
+        if faster and precision in ("", "ieee", "fp32", "tf32x3"):
             out.append(
                 Suggestion(
                     f"Run the GEMM on tensor cores ({faster[-1]})",
