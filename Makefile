@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/kforge eval examples/candidates/cpu_cpp/gemm_bias_relu.py \
-		--problem problems/level2/01_gemm_bias_relu.py --platform cpu-cpp --sizes ci
+	$(BIN)/kforge search level2/01_gemm_bias_relu --platform cpu-cpp --sizes ci \
+		--lineages 2 --generations 2 --db kforge.duckdb
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
