@@ -6,6 +6,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,16 @@ def datasheet_peaks(device_name: str) -> Peaks | None:
         if key in device_name:
             return peaks
     return None
+
+
+def platform_peaks(platform: Any, device_name: str) -> Peaks | None:
+    """The peaks of a platform's device: measured once for the CPU (cached under the cache
+    folder), the datasheet's for a GPU (None for one it does not list)."""
+    from kforge_search.paths import cache_dir
+
+    if platform.device_kind == "cpu":
+        return measure_cpu_peaks(cache_dir() / "cpu_peaks.json")
+    return datasheet_peaks(device_name)
 
 
 def measure_cpu_peaks(cache_file: Path | None = None) -> Peaks:

@@ -24,7 +24,7 @@ from kforge_search.analysis import rules
 from kforge_search.analysis.rules import Analysis, Suggestion
 from kforge_search.analysis.work import Work, problem_work
 from kforge_search.evaluator.profile import Profile
-from kforge_search.hardware import Peaks
+from kforge_search.hardware import Peaks, platform_peaks
 from kforge_search.llm.config import LLMConfig, LLMError, Message, Reply
 from kforge_search.llm.providers import Provider
 from kforge_search.platforms import Platform
@@ -42,15 +42,6 @@ class Report:
     digest: str
     profile: Profile
     image: bytes = b""  # the PNG, when rendered
-
-
-def device_peaks(platform: Platform, device_name: str) -> Peaks | None:
-    from kforge_search.hardware import datasheet_peaks, measure_cpu_peaks
-    from kforge_search.paths import cache_dir
-
-    if not platform.device_kind.startswith("cuda"):
-        return measure_cpu_peaks(cache_dir() / "cpu_peaks.json")
-    return datasheet_peaks(device_name)
 
 
 def parse_analysis(text: str) -> Analysis | str:
@@ -140,7 +131,7 @@ class Analyst:
         if profile is None:
             return "not profiled: run the search with profiling on"
         work = self.work(problem)
-        peaks = device_peaks(platform, result.device_name)
+        peaks = platform_peaks(platform, result.device_name)
         precision = parent.draft.precision
         timing = result.timing
         meaningful = bool(timing and timing.meaningful)

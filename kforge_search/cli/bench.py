@@ -43,14 +43,9 @@ def _problems(
 
 
 def _peaks(platform: Any, device_name: str) -> Any:
-    from kforge_search.hardware import datasheet_peaks, measure_cpu_peaks
-    from kforge_search.paths import cache_dir
+    from kforge_search.hardware import platform_peaks
 
-    if not platform.timing_meaningful:
-        return None
-    if platform.device_kind == "cpu":
-        return measure_cpu_peaks(cache_dir() / "cpu_peaks.json")
-    return datasheet_peaks(device_name)
+    return platform_peaks(platform, device_name) if platform.timing_meaningful else None
 
 
 def _fmt(value: float | None, spec: str) -> str:

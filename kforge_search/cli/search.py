@@ -5,6 +5,7 @@ pools, every evaluation recorded by the single database writer. Registered in cl
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -117,19 +118,20 @@ def _call_row(role: str, call: Any, run_id: str, cid: str) -> Any:
     )
 
 
-_RULES: list[Any] = []  # one rules-only analyst per process (it caches each problem's work)
+@functools.cache
+def _rules_analyst() -> Any:
+    """One rules-only analyst per process (it caches each problem's work)."""
+    from kforge_search.agents.analyst import Analyst
+
+    return Analyst()
 
 
 def _rule_recommendation(lineage: Any, draft: Any, result: Any, cid: str) -> list[Any]:
     """Lineages without an LLM: the rule-based analysis of each profiled candidate."""
-    from kforge_search.agents.analyst import Analyst
     from kforge_search.agents.base import Parent
 
-    if not _RULES:
-        _RULES.append(Analyst())
-    report = _RULES[0].report(
-        lineage.problem, lineage.platform, lineage.policy, Parent(draft, result)
-    )
+    parent = Parent(draft, result)
+    report = _rules_analyst().report(lineage.problem, lineage.platform, lineage.policy, parent)
     return [] if isinstance(report, str) else [_recommendation(report.analysis, cid)]
 
 

@@ -13,6 +13,7 @@ status or a time.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import time
 from collections import defaultdict
@@ -320,6 +321,7 @@ class CpuCounters:
         return tuple(values), note
 
 
+@functools.cache
 def _libc() -> Any:
     import ctypes
 
