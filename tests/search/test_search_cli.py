@@ -28,6 +28,7 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
     db = tmp_path / "k.duckdb"
     args = ["search", *PROBLEMS, "--platform", "cpu-cpp", "--sizes", "ci"]
     args += ["--lineages", "2", "--generations", "1", "--db", str(db)]
+    args.append("--profile")  # builtin lineages: profiles and rule-based recommendations stored
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert "(known)" in first.output and "generations" in first.output
@@ -47,6 +48,10 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
             "e.run_id FROM candidates c JOIN evaluations e ON e.candidate_id = c.id "
             "JOIN runs r ON r.id = e.run_id WHERE r.kind = 'search'"
         ).dicts()
+        advised = reader.query(
+            "SELECT DISTINCT r.candidate_id, r.agent, p.tool FROM recommendations r "
+            "JOIN profiles p ON p.candidate_id = r.candidate_id"
+        ).rows
         remeasured = reader.query(
             "SELECT e.candidate_id, e.status FROM evaluations e "
             "JOIN runs r ON r.id = e.run_id WHERE r.kind = 'remeasure'"
@@ -66,6 +71,9 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
     assert children and all(r["pass_kind"] == "optimization" for r in children)
     assert all(set(r["parent_ids"]) <= set(ids) for r in children)
     assert {r["lineage_id"].split("@")[0] for r in rows} == set(PROBLEMS)
+    # --profile: every profiled builtin kernel got the rule-based analysis (no LLM here)
+    assert advised and {(agent, tool) for _, agent, tool in advised} == {("rules", "launch-timer")}
+    assert {cid for cid, _, _ in advised} <= set(ids)
     # each problem's winner measured a second time, stored beside the first measurement
     assert len(remeasured) == 4 and all(status == "OK" for _, status in remeasured)
     assert {cid for cid, _ in remeasured} <= set(ids)
