@@ -7,10 +7,11 @@ with the builtin agent, measured from outside.
 While the search runs, nvidia-smi samples every GPU's utilization twice a second (the
 fraction of time a kernel was running: the GPU's busy fraction). Afterwards the search's
 database gives the evaluations of the run (search steps and the winners' second
-measurement), their summed durations (the evaluator actors' busy fraction) and the best
-speedup per problem (over the faster of eager and torch.compile). Each invocation uses a
-fresh cache folder (baselines, Triton and C++ builds), so runs with 1 and 2 evaluator
-actors do the same work. Prints a summary and writes OUTDIR/throughput.json.
+measurement), their summed durations (the evaluator actors' busy fraction), where that
+time went (seconds per evaluation by phase: start, setup, build, verify, time, unseen, ...)
+and the best speedup per problem (over the faster of eager and torch.compile). Each
+invocation uses a fresh cache folder (baselines, Triton and C++ builds), so runs with 1
+and 2 evaluator actors do the same work. Prints a summary and writes OUTDIR/throughput.json.
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ def _summarize(db: Path, wall: float, samples: list, workers: int) -> dict:
         "GROUP BY p.name ORDER BY p.name"
     ).fetchall()
     verified = con.execute("SELECT count(*) FROM evaluations WHERE status = 'OK'").fetchone()[0]
+    phases: dict[str, float] = {}  # where the evaluators' time went, summed over evaluations
+    for (text,) in con.execute(
+        f"SELECT phases FROM evaluations WHERE run_id IN ({marks})", ids
+    ).fetchall():
+        for name, seconds in json.loads(text or "{}").items():
+            phases[name] = phases.get(name, 0.0) + seconds
     gpus = sorted({i for _, i, _ in samples})
     util = {
         str(g): sum(u for _, i, u in samples if i == g)
@@ -124,6 +131,10 @@ def _summarize(db: Path, wall: float, samples: list, workers: int) -> dict:
         "evaluations_per_minute": round(evals / (wall / 60), 3),
         "evaluator_busy_fraction": round((busy or 0.0) / (wall * workers), 3),
         "gpu_utilization_mean_pct": {g: round(u, 1) for g, u in util.items()},
+        "seconds_per_evaluation_by_phase": {
+            name: round(total / max(evals, 1), 2)
+            for name, total in sorted(phases.items(), key=lambda kv: -kv[1])
+        },
         "best_speedup": {name: round(s, 3) for name, s in best},
     }
 

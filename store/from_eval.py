@@ -205,6 +205,7 @@ def eval_records(
         generalizes=generalizes,
         warnings=result.warnings,
         duration_s=result.duration_s,
+        phases=json.dumps(dict(result.phases)),
     )
     candidate = CandidateRecord(
         cid,

@@ -193,6 +193,7 @@ class EvaluationRecord(Record):
     warnings: tuple[str, ...] = ()
     duration_s: float = 0.0
     created_at: datetime = field(default_factory=utcnow)
+    phases: str = "{}"  # JSON: seconds per phase of duration_s, e.g. {"build": 2.1, ...}
 
     def __post_init__(self) -> None:
         _check_id(self)

@@ -83,6 +83,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         "recommendations, llm_calls; kernels (derived)",
         _V1,
     ),
+    Migration(
+        2,
+        "evaluations.phases: seconds per phase of an evaluation (start, setup, build, verify, "
+        "time, unseen, ...)",
+        ("ALTER TABLE evaluations ADD COLUMN phases JSON",),
+    ),
 )
 LATEST = MIGRATIONS[-1].version
 TABLES = (  # the tables of records; `kernels` is derived from them (store/summary.py)

@@ -18,6 +18,7 @@ from typing import Any
 from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
 from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.result import (
@@ -277,15 +278,19 @@ class Evaluator:
     def _evaluate(
         self, path: Path, source: str, problem: Problem, platform: Platform, base: EvalResult
     ) -> EvalResult:
-        check = static_check(source, platform.language)
+        clock = PhaseClock()
+        with clock.timed("static_check"):
+            check = static_check(source, platform.language)
         if not check.ok:
             return replace(
                 base,
                 status=Status.REJECTED,
                 message="the static check found no usable kernel:\n" + check.message,
                 artifacts=Artifacts(reasons=check.reasons),
+                phases=clock.phases(),
             )
-        ref = self.reference(problem, platform)
+        with clock.timed("reference"):  # no time once cached
+            ref = self.reference(problem, platform)
         base = replace(
             base,
             device_name=ref.device_name,
@@ -301,12 +306,17 @@ class Evaluator:
             result = self._run_candidate(job, work, platform, ref, base)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        clock.extend(result.phases)
         if result.ok:
-            result = replace(result, generalizes=self._generalizes(path, problem, platform))
-            result = replace(result, baselines=self.baselines(problem, platform, ref))
+            with clock.timed("unseen"):
+                result = replace(result, generalizes=self._generalizes(path, problem, platform))
+            with clock.timed("baselines"):  # no time once cached
+                result = replace(result, baselines=self.baselines(problem, platform, ref))
             if result.profile is not None and platform.device_kind.startswith("cuda"):
-                result = replace(result, profile=self._with_ncu(path, problem, platform, result))
-        return result
+                with clock.timed("ncu"):
+                    profile = self._with_ncu(path, problem, platform, result)
+                result = replace(result, profile=profile)
+        return replace(result, phases=clock.phases())
 
     def _with_ncu(
         self, path: Path, problem: Problem, platform: Platform, result: EvalResult
@@ -376,82 +386,87 @@ class Evaluator:
         base: EvalResult,
         timed: bool = True,
     ) -> EvalResult:
+        with self._child(job, work, platform) as child:
+            result = self._drive_candidate(child, job, ref, base, timed)
+        return replace(result, phases=child.phases())
+
+    def _drive_candidate(
+        self, child: Child, job: Job, ref: Reference, base: EvalResult, timed: bool
+    ) -> EvalResult:
+        """The parent's side of a candidate child, event by event, to its result."""
         policy = get_policy(self.config.policy)
         correctness = base.correctness
         timed_ok: EvalResult | None = None
-        with self._child(job, work, platform) as child:
-            while (event := child.next_event()) is not None:
-                kind = event["type"]
-                if kind == "fail":
+        while (event := child.next_event()) is not None:
+            kind = event["type"]
+            if kind == "fail":
+                child.kill("")
+                return _failure(base, event, child.stage, child.exit)
+            if kind == "verified":
+                comparison = compare_outputs(
+                    ref.outputs, _load_tensors(Path(job.outputs_path)), policy
+                )
+                correctness = comparison.correctness
+                if not comparison.ok:
+                    child.send("stop")
                     child.kill("")
-                    return _failure(base, event, child.stage, child.exit)
-                if kind == "verified":
-                    comparison = compare_outputs(
-                        ref.outputs, _load_tensors(Path(job.outputs_path)), policy
-                    )
-                    correctness = comparison.correctness
-                    if not comparison.ok:
-                        child.send("stop")
-                        child.kill("")
-                        assert comparison.mismatch is not None
-                        return replace(
-                            base,
-                            status=Status.INCORRECT,
-                            stage="verify",
-                            message=_mismatch_message(comparison.mismatch, correctness),
-                            correctness=correctness,
-                            artifacts=Artifacts(
-                                mismatch=comparison.mismatch, output_tail=_tail(child)
-                            ),
-                        )
-                    if not timed:
-                        child.send("stop")
-                        child.kill("")
-                        return replace(
-                            base,
-                            status=Status.OK,
-                            stage="verify",
-                            message="verified",
-                            correctness=correctness,
-                        )
-                    child.send("time")
-                elif kind == "profile":
-                    child.kill("")
-                    assert timed_ok is not None
-                    profile = Profile.from_dict(event["profile"])
+                    assert comparison.mismatch is not None
                     return replace(
-                        timed_ok, profile=profile, artifacts=Artifacts(output_tail=_tail(child))
+                        base,
+                        status=Status.INCORRECT,
+                        stage="verify",
+                        message=_mismatch_message(comparison.mismatch, correctness),
+                        correctness=correctness,
+                        artifacts=Artifacts(mismatch=comparison.mismatch, output_tail=_tail(child)),
                     )
-                elif kind == "timing":
-                    timing = TimingStats(**event["timing"])
-                    stale = compare_fingerprints(
-                        ref.fingerprints, event["fingerprints"], ref.dtypes, policy
-                    )
-                    problem = _timing_problem(timing, stale)
-                    if problem:
-                        child.kill("")
-                        reason, message = problem
-                        return replace(
-                            base,
-                            status=Status.REJECTED,
-                            stage="time",
-                            message=f"{message} [{reason}]",
-                            correctness=correctness,
-                            timing=timing,
-                            artifacts=Artifacts(output_tail=_tail(child), reasons=(reason,)),
-                        )
-                    timed_ok = replace(
+                if not timed:
+                    child.send("stop")
+                    child.kill("")
+                    return replace(
                         base,
                         status=Status.OK,
-                        stage="done",
-                        message="verified and timed",
+                        stage="verify",
+                        message="verified",
+                        correctness=correctness,
+                    )
+                child.send("time")
+            elif kind == "profile":
+                child.kill("")
+                assert timed_ok is not None
+                profile = Profile.from_dict(event["profile"])
+                return replace(
+                    timed_ok, profile=profile, artifacts=Artifacts(output_tail=_tail(child))
+                )
+            elif kind == "timing":
+                timing = TimingStats(**event["timing"])
+                stale = compare_fingerprints(
+                    ref.fingerprints, event["fingerprints"], ref.dtypes, policy
+                )
+                problem = _timing_problem(timing, stale)
+                if problem:
+                    child.kill("")
+                    reason, message = problem
+                    return replace(
+                        base,
+                        status=Status.REJECTED,
+                        stage="time",
+                        message=f"{message} [{reason}]",
                         correctness=correctness,
                         timing=timing,
+                        artifacts=Artifacts(output_tail=_tail(child), reasons=(reason,)),
                     )
-                    if not self.config.profile:
-                        child.kill("")
-                        return replace(timed_ok, artifacts=Artifacts(output_tail=_tail(child)))
-                    child.send("profile")
+                timed_ok = replace(
+                    base,
+                    status=Status.OK,
+                    stage="done",
+                    message="verified and timed",
+                    correctness=correctness,
+                    timing=timing,
+                )
+                if not self.config.profile:
+                    child.kill("")
+                    return replace(timed_ok, artifacts=Artifacts(output_tail=_tail(child)))
+                child.send("profile")
         assert child.exit is not None
         if timed_ok is not None:  # the profile stage failed: the candidate's result stands
             why = _describe_exit(child.exit)

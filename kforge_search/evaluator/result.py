@@ -7,6 +7,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from kforge_search.evaluator.phases import Phases
 from kforge_search.evaluator.profile import Profile
 
 
@@ -96,6 +97,7 @@ class EvalResult:
     generalizes: str = "unchecked"  # "yes" / "no": verified at the problem's unseen sizes
     duration_s: float = 0.0
     profile: Profile | None = None  # the profile stage's, when the evaluator profiles
+    phases: Phases = ()  # seconds per phase of duration_s (evaluator/phases.py)
 
     @property
     def ok(self) -> bool:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator.phases import Phases, marks_to_phases
+
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -135,6 +137,8 @@ class Child:
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._output = _Output(self.limits.keep_bytes)
         self._stage_started = time.monotonic()
+        self._marks = [("start", self._stage_started)]
+        self._ended = 0.0
         self._killed = ""
         self._peak_rss = 0.0
         self._threads = [
@@ -181,6 +185,7 @@ class Child:
     def _finish(self) -> None:
         if self.exit is not None:
             return
+        self._ended = time.monotonic()
         for thread in self._threads:
             thread.join(timeout=2)
         code = self._proc.returncode
@@ -196,6 +201,10 @@ class Child:
             output_bytes=self._output.total,
             peak_rss_mb=self._peak_rss,
         )
+
+    def phases(self) -> Phases:
+        """Seconds per announced stage, from the spawn until the child ended (or now)."""
+        return marks_to_phases(self._marks, self._ended or time.monotonic())
 
     def _check_limits(self) -> str:
         if time.monotonic() - self._stage_started > self.limits.timeout(self.stage):
@@ -229,6 +238,7 @@ class Child:
             if event.get("type") == "stage":
                 self.stage = str(event.get("stage"))
                 self._stage_started = time.monotonic()
+                self._marks.append((self.stage, self._stage_started))
             return event
         return None
 

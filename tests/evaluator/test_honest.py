@@ -38,3 +38,9 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     assert result.timing.runs == (50 if platform == "cpu-cpp" else 5)
     assert result.generalizes == "yes"  # verified again at the problem's unseen sizes
     assert result.artifacts.reasons == ()
+    # where the wall clock went: the child's stages and the evaluator's own phases, which
+    # add up to the evaluation's duration (less what lies between them: copies, cleanup)
+    phases = dict(result.phases)
+    assert {"start", "setup", "build", "verify", "time", "unseen"} <= set(phases), phases
+    assert all(s > 0 for s in phases.values())
+    assert 0.5 * result.duration_s <= sum(phases.values()) <= result.duration_s + 0.01

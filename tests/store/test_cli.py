@@ -16,7 +16,7 @@ from kforge_search.cli.db import record_eval
 from kforge_search.evaluator import EvalConfig
 from kforge_search.problem import resolve_problem
 from kforge_search.store.records import ProfileRecord, RecommendationRecord
-from kforge_search.store.schema import TABLES
+from kforge_search.store.schema import LATEST, TABLES
 from kforge_search.store.writer import Writer
 from tests.conftest import EXAMPLES
 from tests.store.factories import candidate, cli_app, eval_result, evaluation, problem_record
@@ -123,7 +123,7 @@ def test_stats_and_migrate(db, tmp_path):
     out = kforge("stats", "--db", str(path))
     assert "candidates" in out and "INCORRECT" in out and "cuda-triton" in out
     out = kforge("migrate", "--db", str(tmp_path / "new.duckdb"))
-    assert "schema version 1" in " ".join(out.split())
+    assert f"schema version {LATEST}" in " ".join(out.split())
 
 
 def test_default_database_is_in_the_working_directory(tmp_path, monkeypatch):

@@ -67,3 +67,30 @@ def test_records_check_themselves():
         EvaluationRecord("e", "c", "p", "cpu-cpp", "hw", "INCORRECT", "verify", "strict",
                          speedup_eager=2.0)  # fmt: skip
     assert CandidateRecord("c1", "p", "cpu-cpp", "src").lineage_id == "c1"
+
+
+def test_a_version_1_file_gains_evaluation_phases_and_keeps_its_rows(tmp_path):
+    db = tmp_path / "old.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description VARCHAR "
+        "NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT (now()::TIMESTAMP))"
+    )
+    for statement in MIGRATIONS[0].statements:
+        con.execute(statement)
+    con.execute("INSERT INTO schema_version (version, description) VALUES (1, 'v1')")
+    con.execute(
+        "INSERT INTO evaluations (id, candidate_id, problem_id, platform, hardware_id, status, "
+        "stage, policy, precision, created_at) VALUES ('e1', 'c1', 'p1', 'cpu-cpp', 'hw', 'OK', "
+        "'done', 'strict', 'fp32', now()::TIMESTAMP)"
+    )
+    con.close()
+    with pytest.raises(SchemaError, match="kforge db migrate"):
+        Reader.open(db)
+    with Writer(db) as writer:
+        assert writer.version == LATEST >= 2
+        writer.write([EvaluationRecord("e2", "c2", "p1", "cpu-cpp", "hw", "OK", "done",
+                                       "strict", phases='{"build": 1.5}')])  # fmt: skip
+        rows = writer.reader().query("SELECT id, phases FROM evaluations ORDER BY id").rows
+    assert [r[0] for r in rows] == ["e1", "e2"]
+    assert rows[0][1] is None and '"build": 1.5' in rows[1][1]
