@@ -7,6 +7,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -342,6 +345,7 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
         ray.init(address=address, include_dashboard=False, log_to_driver=False)
     pools: dict[str, Any] = {}
     writer = None
+    status = "finished"
     try:
         try:
             writer = BatchedWriter(start_writer(db), batch_size=50)
@@ -379,13 +383,14 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
             references=plan.references,
             make_lineage=RemoteLineage if plan.settings.get("lineage_actors") else Lineage,
         )
-        status = "finished"
         try:
-            with progress:
+            with progress, _terminate_as_interrupt():
                 result = search.run()
             stop = result.stop
         except KeyboardInterrupt:
-            status, stop = "interrupted", "interrupted (Ctrl-C): what was evaluated is recorded"
+            status = "interrupted"
+            stop = "interrupted (Ctrl-C or SIGTERM): what was evaluated is recorded; --resume "
+            stop += "continues"
         writer.flush()
         ray.get(writer.actor.finish_run.remote(run.id, status))
         console.print(_summary(search))
@@ -413,6 +418,25 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
             ray.kill(writer.actor)
         if owns_ray:
             ray.shutdown()
+    if status == "interrupted":
+        raise typer.Exit(130)  # the shell's code for Ctrl-C: scripts can tell it apart
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`ray job stop`, a scheduler, `kill`) stops the search like Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str) -> None:

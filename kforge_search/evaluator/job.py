@@ -30,6 +30,10 @@ class Job:
     memory_limit_mb: int = 0
     writable: tuple[str, ...] = ()  # folders the candidate may write to
     second_distribution_trials: int = 2
+    # candidate mode: once timed, also verify at these sizes (same trials and seeds) and
+    # write those outputs to unseen_outputs_path; None: no such check
+    unseen: Problem | None = None
+    unseen_outputs_path: str = ""
 
     @property
     def total_trials(self) -> int:
@@ -48,17 +52,22 @@ class Job:
     @classmethod
     def load(cls, path: str | Path) -> Job:
         data: dict[str, Any] = json.loads(Path(path).read_text())
-        p = data["problem"]
-        data["problem"] = Problem(
-            id=p["id"],
-            name=p["name"],
-            path=p["path"],
-            source=p["source"],
-            constants=tuple((k, v) for k, v in p["constants"]),
-            size_sets=tuple((k, tuple((a, b) for a, b in v)) for k, v in p["size_sets"]),
-            size_set=p["size_set"],
-            overrides=tuple((k, v) for k, v in p["overrides"]),
-        )
+        data["problem"] = _problem(data["problem"])
+        if data.get("unseen") is not None:
+            data["unseen"] = _problem(data["unseen"])
         data["baseline_kinds"] = tuple(data["baseline_kinds"])
         data["writable"] = tuple(data["writable"])
         return cls(**data)
+
+
+def _problem(p: dict[str, Any]) -> Problem:
+    return Problem(
+        id=p["id"],
+        name=p["name"],
+        path=p["path"],
+        source=p["source"],
+        constants=tuple((k, v) for k, v in p["constants"]),
+        size_sets=tuple((k, tuple((a, b) for a, b in v)) for k, v in p["size_sets"]),
+        size_set=p["size_set"],
+        overrides=tuple((k, v) for k, v in p["overrides"]),
+    )

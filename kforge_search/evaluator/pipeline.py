@@ -78,6 +78,7 @@ class EvalConfig:
                 ("setup", self.setup_timeout_s),
                 ("build", self.build_timeout_s),
                 ("verify", self.verify_timeout_s),
+                ("unseen", self.build_timeout_s + self.verify_timeout_s),
                 ("reference", self.verify_timeout_s + self.setup_timeout_s),
                 ("time", self.time_timeout_s),
                 ("baseline", self.baseline_timeout_s),
@@ -291,6 +292,7 @@ class Evaluator:
             )
         with clock.timed("reference"):  # no time once cached
             ref = self.reference(problem, platform)
+            unseen = self._unseen(problem, platform)
         base = replace(
             base,
             device_name=ref.device_name,
@@ -301,15 +303,20 @@ class Evaluator:
         try:
             shutil.copy(path, work / "candidate.py")
             job = self._job(
-                "candidate", problem, platform, work, candidate_path=str(work / "candidate.py")
+                "candidate",
+                problem,
+                platform,
+                work,
+                candidate_path=str(work / "candidate.py"),
+                unseen=unseen[0] if unseen else None,
+                unseen_outputs_path=str(work / "unseen-outputs.pt"),
             )
-            result = self._run_candidate(job, work, platform, ref, base)
+            with self._child(job, work, platform) as child:
+                result = self._drive_candidate(child, job, ref, unseen, base)
+            clock.extend(child.phases())
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        clock.extend(result.phases)
         if result.ok:
-            with clock.timed("unseen"):
-                result = replace(result, generalizes=self._generalizes(path, problem, platform))
             with clock.timed("baselines"):  # no time once cached
                 result = replace(result, baselines=self.baselines(problem, platform, ref))
             if result.profile is not None and platform.device_kind.startswith("cuda"):
@@ -350,57 +357,42 @@ class Evaluator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def _generalizes(self, path: Path, problem: Problem, platform: Platform) -> str:
-        """ "yes"/"no": does the candidate also verify at the problem's unseen sizes?"""
+    def _unseen(self, problem: Problem, platform: Platform) -> tuple[Problem, Reference] | None:
+        """The problem at its unseen sizes and their reference, when the candidate's child
+        should also verify there (after timing: it says whether the kernel generalizes)."""
         sets = dict(problem.size_sets)
         if not self.config.check_unseen or "unseen" not in sets or problem.size_set == "unseen":
-            return "unchecked"
+            return None
         unseen = problem.resized("unseen")
-        ref = self.reference(unseen, platform)
-        work = Path(tempfile.mkdtemp(prefix="kforge-unseen-"))
-        try:
-            shutil.copy(path, work / "candidate.py")
-            copy = str(work / "candidate.py")
-            job = self._job("candidate", unseen, platform, work, candidate_path=copy)
-            base = EvalResult(
-                Status.INFRA_ERROR,
-                "",
-                "build",
-                unseen.id,
-                unseen.name,
-                platform.name,
-                self.config.policy,
-                "",
-            )
-            result = self._run_candidate(job, work, platform, ref, base, timed=False)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        return "yes" if result.ok else "no"
-
-    def _run_candidate(
-        self,
-        job: Job,
-        work: Path,
-        platform: Platform,
-        ref: Reference,
-        base: EvalResult,
-        timed: bool = True,
-    ) -> EvalResult:
-        with self._child(job, work, platform) as child:
-            result = self._drive_candidate(child, job, ref, base, timed)
-        return replace(result, phases=child.phases())
+        return unseen, self.reference(unseen, platform)
 
     def _drive_candidate(
-        self, child: Child, job: Job, ref: Reference, base: EvalResult, timed: bool
+        self,
+        child: Child,
+        job: Job,
+        ref: Reference,
+        unseen: tuple[Problem, Reference] | None,
+        base: EvalResult,
     ) -> EvalResult:
-        """The parent's side of a candidate child, event by event, to its result."""
+        """The parent's side of a candidate child, event by event, to its result:
+        verify -> time (-> profile) (-> the unseen sizes' verification)."""
         policy = get_policy(self.config.policy)
         correctness = base.correctness
-        timed_ok: EvalResult | None = None
+        timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
+
+        def after_timing(result: EvalResult) -> EvalResult | None:
+            if unseen is None:
+                child.kill("")
+                return replace(result, artifacts=Artifacts(output_tail=_tail(child)))
+            child.send("unseen")
+            return None
+
         while (event := child.next_event()) is not None:
             kind = event["type"]
             if kind == "fail":
                 child.kill("")
+                if timed_ok is not None and child.stage == "unseen":
+                    return _not_general(timed_ok, unseen, event["message"], child)
                 return _failure(base, event, child.stage, child.exit)
             if kind == "verified":
                 comparison = compare_outputs(
@@ -419,24 +411,7 @@ class Evaluator:
                         correctness=correctness,
                         artifacts=Artifacts(mismatch=comparison.mismatch, output_tail=_tail(child)),
                     )
-                if not timed:
-                    child.send("stop")
-                    child.kill("")
-                    return replace(
-                        base,
-                        status=Status.OK,
-                        stage="verify",
-                        message="verified",
-                        correctness=correctness,
-                    )
                 child.send("time")
-            elif kind == "profile":
-                child.kill("")
-                assert timed_ok is not None
-                profile = Profile.from_dict(event["profile"])
-                return replace(
-                    timed_ok, profile=profile, artifacts=Artifacts(output_tail=_tail(child))
-                )
             elif kind == "timing":
                 timing = TimingStats(**event["timing"])
                 stale = compare_fingerprints(
@@ -463,19 +438,51 @@ class Evaluator:
                     correctness=correctness,
                     timing=timing,
                 )
-                if not self.config.profile:
-                    child.kill("")
-                    return replace(timed_ok, artifacts=Artifacts(output_tail=_tail(child)))
-                child.send("profile")
+                if self.config.profile:
+                    child.send("profile")
+                elif (done := after_timing(timed_ok)) is not None:
+                    return done
+            elif kind == "profile":
+                assert timed_ok is not None
+                timed_ok = replace(timed_ok, profile=Profile.from_dict(event["profile"]))
+                if (done := after_timing(timed_ok)) is not None:
+                    return done
+            elif kind == "unseen":
+                assert timed_ok is not None and unseen is not None
+                outputs = _load_tensors(Path(job.unseen_outputs_path))
+                child.kill("")
+                comparison = compare_outputs(unseen[1].outputs, outputs, policy)
+                if not comparison.ok:
+                    assert comparison.mismatch is not None
+                    why = _mismatch_message(comparison.mismatch, comparison.correctness)
+                    return _not_general(timed_ok, unseen, why, child)
+                return replace(
+                    timed_ok, generalizes="yes", artifacts=Artifacts(output_tail=_tail(child))
+                )
         assert child.exit is not None
-        if timed_ok is not None:  # the profile stage failed: the candidate's result stands
+        if timed_ok is not None:  # a later stage failed: the verified, timed result stands
             why = _describe_exit(child.exit)
+            if child.exit.stage == "unseen":
+                return _not_general(timed_ok, unseen, f"the candidate's process: {why}", child)
             return replace(
                 timed_ok,
                 warnings=(*timed_ok.warnings, f"profile failed: {why}"),
                 artifacts=Artifacts(output_tail=_tail(child)),
             )
         return _exit_result(base, child.exit, correctness)
+
+
+def _not_general(
+    result: EvalResult, unseen: tuple[Problem, Reference] | None, why: str, child: Child
+) -> EvalResult:
+    """Verified and timed, but wrong (or failing) at the problem's unseen sizes."""
+    sizes = ", ".join(f"{k}={v}" for k, v in unseen[0].sizes.items()) if unseen else ""
+    return replace(
+        result,
+        generalizes="no",
+        warnings=(*result.warnings, f"at the unseen sizes ({sizes}): {why}"),
+        artifacts=Artifacts(output_tail=_tail(child)),
+    )
 
 
 def _timing_problem(timing: TimingStats, stale: str) -> tuple[str, str] | None:

@@ -7,6 +7,7 @@ memory and output limits, compares outputs, and kills this process when it must.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -182,12 +183,13 @@ class Guarded:
     def __init__(
         self,
         job: Job,
+        cls: type,
         model: Any,
         counter: guards.LaunchCounter,
         world: guards.WorldGuard,
         integrity: guards.Integrity,
     ):
-        self.job, self.model, self.counter = job, model, counter
+        self.job, self.cls, self.model, self.counter = job, cls, model, counter
         self.world, self.integrity = world, integrity
 
     def check_harness(self) -> None:
@@ -280,7 +282,19 @@ def load_guarded(job: Job, module: Any) -> Guarded:
     world.install()
     try:
         cls = load_candidate_class(job.candidate_path)
-        model = build_model(cls, module, job)
+    except BuildError as exc:
+        world_failure(world)
+        raise CandidateFailure(
+            "COMPILE_ERROR", str(exc), compile_log=exc.log, traceback=traceback.format_exc()
+        ) from exc
+    model = build_guarded_model(cls, module, job, world)
+    return Guarded(job, cls, model, counter, world, integrity)
+
+
+def build_guarded_model(cls: type, module: Any, job: Job, world: guards.WorldGuard) -> Any:
+    """ModelNew(*get_init_inputs()) on the platform's device; a failure is a COMPILE_ERROR."""
+    try:
+        return build_model(cls, module, job)
     except BuildError as exc:
         world_failure(world)
         raise CandidateFailure(
@@ -293,7 +307,6 @@ def load_guarded(job: Job, module: Any) -> Guarded:
             f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}",
             traceback=traceback.format_exc(),
         ) from exc
-    return Guarded(job, model, counter, world, integrity)
 
 
 def world_failure(world: guards.WorldGuard) -> None:
@@ -337,14 +350,40 @@ def run_candidate(job: Job, channel: Channel) -> None:
     guarded.check_harness()
     guarded.check_world()
     channel.send("timing", timing=asdict(stats), fingerprints=prints)
-    if sys.stdin.readline().strip() != "profile":
-        return
+    command = sys.stdin.readline().strip()
+    if command == "profile":
+        channel.stage("profile")
+        profiled = profile_model(guarded, module, job)
+        guarded.check_harness()
+        guarded.check_world()
+        channel.send("profile", profile=asdict(profiled))
+        command = sys.stdin.readline().strip()
+    if command == "unseen" and job.unseen is not None:
+        verify_unseen(guarded, job, channel)
 
-    channel.stage("profile")
-    profiled = profile_model(guarded, module, job)
+
+def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
+    """The same verification at the problem's unseen sizes, in this process: a new model
+    built from the unseen init inputs, the same trials and seeds, the same defences. (A
+    fresh process would only add its start-up: the candidate already ran here.)"""
+    import torch
+
+    assert job.unseen is not None
+    channel.stage("unseen")
+    module = exec_problem(job.unseen)
+    guarded.model = None  # the first model's memory goes before the second is built
+    gc.collect()
+    if job.device.startswith("cuda"):
+        torch.cuda.empty_cache()
+    guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world)
+    trials = []
+    for trial in range(job.total_trials):
+        outputs = guarded.forward(make_inputs(module, job, trial), trial)
+        trials.append([t.detach().to("cpu").clone() for t in outputs])
     guarded.check_harness()
     guarded.check_world()
-    channel.send("profile", profile=asdict(profiled))
+    torch.save(trials, job.unseen_outputs_path)
+    channel.send("unseen")
 
 
 def profile_model(guarded: Guarded, module: Any, job: Job) -> Any:

@@ -196,6 +196,34 @@ def test_hardcoded_sizes_do_not_generalize(evaluators):
     result = _evaluate(evaluators, CANDIDATES / "12_hardcoded_sizes.py", "cpu-triton", CHAIN)
     assert result.status is Status.OK, result.message
     assert result.generalizes == "no", result.message
+    assert any("unseen sizes (" in w and "wrong values" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(
+    ("at_other_sizes", "said"),
+    [
+        ("raise ValueError('only 16 rows')", "only 16 rows"),
+        ("os._exit(3)", "it exited with code 3 in the unseen stage"),
+    ],
+    ids=["raises", "exits"],
+)
+def test_failing_at_unseen_sizes_does_not_generalize(evaluators, tmp_path, at_other_sizes, said):
+    """The unseen sizes run in the candidate's process after timing: a failure there keeps
+    the verified, timed result and says why it does not generalize."""
+    source = (CANDIDATES / "12_hardcoded_sizes.py").read_text()
+    source = source.replace("import torch\n", "import os\n\nimport torch\n", 1)
+    source = source.replace(
+        "        xc = x.contiguous()\n",
+        f"        if x.shape[0] != ROWS:\n            {at_other_sizes}\n"
+        "        xc = x.contiguous()\n",
+    )
+    path = tmp_path / "candidate.py"
+    path.write_text(source)
+    result = _evaluate(evaluators, path, "cpu-triton", CHAIN)
+    assert result.status is Status.OK and result.timing is not None, result.message
+    assert result.generalizes == "no"
+    assert any("unseen sizes (" in w and said in w for w in result.warnings), result.warnings
+    assert "unseen" in dict(result.phases)
 
 
 # Zero false rejections: tests/evaluator/test_honest.py runs every honest CPU example under

@@ -4,13 +4,20 @@ winners measured again under a run of their own."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 import traceback
 
 import pytest
 from typer.testing import CliRunner
 
 from kforge_search.cli.app import app
+from kforge_search.cli.search import _terminate_as_interrupt
 from kforge_search.store.queries import best_kernels
 from kforge_search.store.reader import Reader
 
@@ -109,3 +116,51 @@ def test_resume_of_an_unknown_run_says_what_to_give(tmp_path):
     assert out.exit_code == 0, out.output
     out = CliRunner().invoke(app, ["search", "--resume", "nosuchrun", "--db", str(db)])
     assert out.exit_code == 2 and "no run matching 'nosuchrun'" in out.output
+
+
+def test_ctrl_c_stops_cleanly_and_resume_continues(tmp_path):
+    """A real `kforge search` process gets Ctrl-C (SIGINT to its process group, as a terminal
+    sends it) after its first evaluations: it records what was evaluated, marks the run
+    interrupted and exits with 130; --resume then replays those and goes on."""
+    db = tmp_path / "k.duckdb"
+    cmd = [sys.executable, "-m", "kforge_search", "search", *PROBLEMS, "--platform", "cpu-cpp"]
+    cmd += ["--sizes", "ci", "--lineages", "1", "--generations", "6", "--db", str(db)]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("gen 1 "):
+                os.killpg(proc.pid, signal.SIGINT)
+                break
+        output = "".join(seen) + proc.stdout.read()
+        code = proc.wait(timeout=180)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert code == 130, output
+    assert "interrupted (Ctrl-C or SIGTERM)" in output and "gen 5 " not in output
+    with Reader.open(db) as reader:
+        runs = reader.query("SELECT id, status FROM runs").rows
+        evaluated = reader.query("SELECT count(*) FROM evaluations").rows[0][0]
+    assert [status for _, status in runs] == ["interrupted"] and evaluated >= 3
+    again = ["search", "--resume", runs[0][0], "--generations", "2", "--db", str(db)]
+    second = CliRunner().invoke(app, again)
+    assert second.exit_code == 0, second.output
+    assert f"{evaluated} evaluations replayed from the database" in second.output
+
+
+def test_sigterm_stops_a_search_like_ctrl_c():
+    before = signal.getsignal(signal.SIGTERM)  # ray.init's own, in this session
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"), _terminate_as_interrupt():
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+    assert signal.getsignal(signal.SIGTERM) is before  # put back afterwards

@@ -1,0 +1,81 @@
+"""Where one evaluation's time goes, on the machine it runs on (issue 6: the GPU sat idle
+while the evaluator was busy).
+
+    python scripts/eval_phases.py OUTDIR [--problems 01 13] [--platform cuda-triton] \
+        [--sizes NAME] [--policy loose] [--repeat 2]
+
+For each problem the builtin agent's seed draft is evaluated `repeat` times by one
+Evaluator: the first pays for the reference and the baselines, the later ones cost what a
+search step costs. Prints EvalResult.phases per evaluation. With --python-profile the
+evaluator's child processes run under cProfile (KFORGE_PROFILE_WORKER) and the top
+functions by cumulative time are printed per child. Writes OUTDIR/phases.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--problems", nargs="+", default=["01", "13"])
+    ap.add_argument("--platform", default="cuda-triton")
+    ap.add_argument("--sizes", default=None)
+    ap.add_argument("--policy", default="loose")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--python-profile", action="store_true")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("KFORGE_CACHE_DIR", tempfile.mkdtemp(prefix="kforge-phases-"))
+    profiles = out / "worker-profiles"
+    if args.python_profile:
+        profiles.mkdir(exist_ok=True)
+        os.environ["KFORGE_PROFILE_WORKER"] = str(profiles)
+
+    from kforge_search.agents import BuiltinAgent
+    from kforge_search.agents.base import Context
+    from kforge_search.evaluator import EvalConfig, Evaluator
+    from kforge_search.platforms import get_platform
+    from kforge_search.problem import resolve_problem
+
+    suite = Path(__file__).resolve().parents[1] / "problems" / "level2"
+    names = sorted(p.stem for p in suite.glob("*.py"))
+    platform = get_platform(args.platform)
+    evaluator = Evaluator(EvalConfig(policy=args.policy))
+    rows = []
+    for prefix in args.problems:
+        name = next(n for n in names if n.startswith(prefix + "_"))
+        problem = resolve_problem(f"level2/{name}", size_set=args.sizes)
+        context = Context(problem, platform, args.policy, budget=1)
+        (draft, *_) = BuiltinAgent().propose(context)
+        for attempt in range(args.repeat):
+            started = time.monotonic()
+            result = evaluator.evaluate_source(draft.source, problem, platform)
+            wall = time.monotonic() - started
+            phases = dict(result.phases)
+            p50 = result.timing.p50_ms if result.timing else None
+            row = {"problem": name, "attempt": attempt, "status": result.status.value}
+            rows.append({**row, "wall_s": round(wall, 2), "p50_ms": p50, "phases": phases})
+            order = sorted(phases.items(), key=lambda kv: -kv[1])
+            where = ", ".join(f"{k} {v:.2f}" for k, v in order)
+            print(f"{name} #{attempt}: {result.status.value} in {wall:.1f} s: {where}", flush=True)
+    (out / "phases.json").write_text(json.dumps(rows, indent=1))
+    if args.python_profile:
+        for path in sorted(profiles.glob("*.prof"), key=lambda p: p.stat().st_mtime):
+            print(f"\n== {path.name}: top 25 by cumulative time")
+            stats = pstats.Stats(str(path))
+            stats.sort_stats("cumulative").print_stats(25)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
