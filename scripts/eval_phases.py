@@ -72,7 +72,11 @@ def main() -> int:
     if args.python_profile:
         for path in sorted(profiles.glob("*.prof"), key=lambda p: p.stat().st_mtime):
             print(f"\n== {path.name}: top 25 by cumulative time")
-            stats = pstats.Stats(str(path))
+            try:
+                stats = pstats.Stats(str(path))
+            except (EOFError, ValueError) as exc:  # killed while writing
+                print(f"(unreadable: {exc})")
+                continue
             stats.sort_stats("cumulative").print_stats(25)
     return 0
 

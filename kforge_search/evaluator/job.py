@@ -10,6 +10,8 @@ from typing import Any
 
 from kforge_search.problem import Problem
 
+PROFILE_ENV = "KFORGE_PROFILE_WORKER"  # a folder: each child's cProfile stats land there
+
 
 @dataclass(frozen=True)
 class Job:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
-from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
@@ -144,6 +144,7 @@ class Evaluator:
                 str(work),
                 str(cache_dir() / "torch_extensions"),
                 str(cache_dir() / "triton"),
+                *filter(None, [os.environ.get(PROFILE_ENV)]),  # only when profiling the harness
             ),
             **kw,
         )

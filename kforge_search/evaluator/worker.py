@@ -21,7 +21,7 @@ from typing import Any
 
 from kforge_search.evaluator import guards, profile
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
-from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.problem import exec_problem
 
@@ -550,6 +550,33 @@ def limit_memory(job: Job) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
+def profiled(mode: Any, job: Job, channel: Channel) -> None:
+    """The mode under cProfile, stats written to $KFORGE_PROFILE_WORKER (scripts/eval_phases.py
+    reads them): where an evaluation's time goes inside its child."""
+    import cProfile
+
+    path = os.path.join(os.environ[PROFILE_ENV], f"{job.mode}-{os.getpid()}.prof")
+    prof = cProfile.Profile()
+    send = channel.send
+
+    def dump_then_send(event_type: str, /, **fields: Any) -> None:
+        prof.disable()  # the parent may kill this process at any event: stats first
+        try:  # whole files only: a kill mid-write leaves the previous one
+            prof.dump_stats(f"{path}.tmp")
+            os.replace(f"{path}.tmp", path)
+        except Exception as exc:
+            print(f"kforge: profile not written: {exc!r}", file=sys.stderr, flush=True)
+        prof.enable()
+        send(event_type, **fields)
+
+    channel.send = dump_then_send  # type: ignore[method-assign]
+    prof.enable()
+    try:
+        mode(job, channel)
+    finally:
+        prof.disable()
+
+
 def main(argv: list[str]) -> int:
     job = Job.load(argv[1])
     channel = Channel(int(argv[2]))
@@ -565,7 +592,10 @@ def main(argv: list[str]) -> int:
         torch_version=torch.__version__,
     )
     try:
-        MODES[job.mode](job, channel)
+        if os.environ.get(PROFILE_ENV):  # a harness developer's question, never a candidate's
+            profiled(MODES[job.mode], job, channel)
+        else:
+            MODES[job.mode](job, channel)
     except CandidateFailure as failure:
         channel.send("fail", status=failure.status, message=str(failure), **failure.fields)
     channel.send("done")

@@ -44,3 +44,22 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     assert {"start", "setup", "build", "verify", "time", "unseen"} <= set(phases), phases
     assert all(s > 0 for s in phases.values())
     assert 0.5 * result.duration_s <= sum(phases.values()) <= result.duration_s + 0.01
+
+
+def test_harness_profiling_writes_each_childs_stats(tmp_path, monkeypatch):
+    """KFORGE_PROFILE_WORKER (scripts/eval_phases.py): every child leaves whole cProfile
+    stats, the candidate's too although the parent kills it after its last event."""
+    import pstats
+
+    monkeypatch.setenv("KFORGE_PROFILE_WORKER", str(tmp_path))
+    evaluator = Evaluator(EvalConfig(baselines=()))
+    result = evaluator.evaluate(
+        EXAMPLES / "cpu_cpp/gemm_bias_relu.py",
+        resolve_problem("level2/01_gemm_bias_relu", size_set="ci"),
+        get_platform("cpu-cpp"),
+    )
+    assert result.status is Status.OK, result.message
+    (candidate,) = tmp_path.glob("candidate-*.prof")
+    functions = {name for _, _, name in pstats.Stats(str(candidate)).stats}  # type: ignore[attr-defined]
+    assert {"run_candidate", "verify_unseen", "time_model"} <= functions
+    assert len(list(tmp_path.glob("reference-*.prof"))) == 2  # the default and unseen sizes
