@@ -10,6 +10,7 @@
 # are kept (--resume). Results: RUNDIR/POLICY/bench.{json,csv}, rewritten after every problem.
 set -uo pipefail
 cmd=$1 run=$2
+py=${PYTHON:-$(command -v python || command -v python3)}  # some images have no `python`
 export PYTHONUNBUFFERED=1 KFORGE_CACHE_DIR=${KFORGE_CACHE_DIR:-/tmp/kforge-cache}
 case "$cmd" in
 start)
@@ -22,7 +23,7 @@ start)
   script=""
   for item in $runs; do
     policy=${item%%:*} budget=${item##*:}
-    script+="python -m kforge_search bench $suite --platform cuda-triton --policy $policy"
+    script+="$py -m kforge_search bench $suite --platform cuda-triton --policy $policy"
     script+=" --budget $budget --screen $screen --out $run/$policy --resume; "
   done
   setsid nohup bash -c "$script touch $run/done" > "$run/log" 2>&1 < /dev/null &

@@ -11,6 +11,7 @@ set -uo pipefail
 out=${1:?OUTDIR}
 what=${2:-all}
 mkdir -p "$out"
+py=${PYTHON:-$(command -v python || command -v python3)}  # some images have no `python`
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 problems=${PROBLEMS:-01 02 03 05 09 13 16 21}
 args=(--lineages "${LINEAGES:-2}" --generations "${GENERATIONS:-2}" --problems $problems)
@@ -18,10 +19,10 @@ args=(--lineages "${LINEAGES:-2}" --generations "${GENERATIONS:-2}" --problems $
 gpus=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=index,name --format=csv,noheader | tee "$out/gpus.txt"
 if [ "$what" = throughput ] || [ "$what" = all ]; then
-  python scripts/search_throughput.py "$out" --workers 1 "${args[@]}" | tail -30
+  "$py" scripts/search_throughput.py "$out" --workers 1 "${args[@]}" | tail -30
   if [ "$gpus" -ge 2 ]; then
-    python scripts/search_throughput.py "$out" --workers 2 "${args[@]}" | tail -30
-    python - "$out" <<'PY'
+    "$py" scripts/search_throughput.py "$out" --workers 2 "${args[@]}" | tail -30
+    "$py" - "$out" <<'PY'
 import json, sys
 one = json.load(open(f"{sys.argv[1]}/throughput-w1.json"))
 two = json.load(open(f"{sys.argv[1]}/throughput-w2.json"))
@@ -34,6 +35,6 @@ fi
 if [ "$what" = efficiency ] || [ "$what" = all ]; then
   suite=$(mktemp -d)
   for n in ${EFF_PROBLEMS:-01 13 21}; do cp problems/level2/${n}_*.py "$suite/"; done
-  python -m kforge_search bench "$suite" --platform cuda-triton --policy loose \
+  "$py" -m kforge_search bench "$suite" --platform cuda-triton --policy loose \
     --search-efficiency --budget 12 --trials 3 --out "$out/efficiency" 2>&1 | tail -25
 fi

@@ -28,7 +28,8 @@ _COLUMNS = (
     "e.platform, e.policy, e.size_set, e.sizes, h.device_name, h.torch_version, e.artifacts, "
     "e.trials_run, e.trials_passed, e.max_abs_err, e.max_rel_err, e.atol, e.rtol, "
     "e.timing_method, e.runs, e.p20_ms, e.p50_ms, e.p80_ms, e.timing_meaningful, "
-    "e.speedup_eager, e.speedup_compile, e.generalizes, e.warnings, e.duration_s, e.created_at, e.phases"
+    "e.speedup_eager, e.speedup_compile, e.generalizes, e.warnings, e.duration_s, e.created_at, "
+    "e.phases"
 )
 
 

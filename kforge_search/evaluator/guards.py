@@ -60,6 +60,13 @@ class OpRecorder:
                 super().__init__()
                 self.forbidden: dict[str, int] = {}
 
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                # torch's opt-out of wrapping __torch_dispatch__ in dynamo.disable: that
+                # wrapper imports torch._dynamo at the first dispatch (1 s of a 2.5 s
+                # evaluation on CPU), for a compiler that never traces this mode
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
                 name = func.overloadpacket.__name__
                 if name not in allow:

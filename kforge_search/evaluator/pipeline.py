@@ -6,11 +6,13 @@ here in the parent. Every path ends in one frozen EvalResult.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,7 @@ from kforge_search.evaluator.result import (
     TimingStats,
 )
 from kforge_search.evaluator.sandbox import Child, ChildExit, Limits, make_undumpable
+from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import static_check
 from kforge_search.evaluator.timing import TIMING_VERSION
 from kforge_search.evaluator.verify import compare_fingerprints, compare_outputs
@@ -40,6 +43,9 @@ from kforge_search.problem import Problem, ProblemError, source_hash
 def _default_memory_mb() -> int:
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     return int(min(32 * 1024, total * 0.6))
+
+
+SPARE_READY_S = 30.0  # a spare still warming up when a candidate is to be timed: it goes
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class EvalConfig:
     time_timeout_s: float = 300.0
     baseline_timeout_s: float = 900.0
     check_unseen: bool = True  # also verify at the problem's "unseen" size set
+    spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
     profile: bool = False  # profile verified candidates (advice for the agents, not reward)
     ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
     profile_timeout_s: float = 180.0
@@ -118,6 +125,7 @@ class Evaluator:
         self.config = config or EvalConfig()
         self._references: OrderedDict[str, Reference] = OrderedDict()
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
+        self._spares = Spares()
         make_undumpable()
 
     # -- children -------------------------------------------------------------------------
@@ -149,18 +157,36 @@ class Evaluator:
             **kw,
         )
 
+    @contextlib.contextmanager
     def _child(
         self, job: Job, work: Path, platform: Platform, prefix: tuple[str, ...] = ()
-    ) -> Child:
+    ) -> Iterator[Child]:
         path = work / f"{job.mode}-job.json"
         job.dump(path)
-        env = {
+        env = {  # TMPDIR: a spare learns its folder with its job (the job file's folder)
             **dict(platform.env),
-            "TMPDIR": str(work),
             "TRITON_CACHE_DIR": str(cache_dir() / "triton"),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
-        return Child(path, work, self.config.limits(), env, prefix)
+        spares = self.config.spare_child and not prefix
+        spare = self._spares.take(job.device, env) if spares else None
+        try:
+            with Child(path, work, self.config.limits(), {**env, "TMPDIR": str(work)}, prefix,
+                       spare=spare) as child:  # fmt: skip
+                if spares and job.mode == "candidate":  # it waits for "ready" before timing
+                    self._spares.prepare(job.device, env)
+                yield child
+        finally:
+            if spares:  # other modes time on their own: their next spare starts after them
+                self._spares.prepare(job.device, env)
+
+    def close(self) -> None:
+        """Ends the spare child (also ended when this process exits: its stdin closes)."""
+        self._spares.close()
+
+    def helper_pids(self) -> list[int]:
+        """The evaluator's own idle children (the spare), for leak checks."""
+        return self._spares.pids()
 
     # -- reference ------------------------------------------------------------------------
     def reference(self, problem: Problem, platform: Platform) -> Reference:
@@ -412,6 +438,7 @@ class Evaluator:
                         correctness=correctness,
                         artifacts=Artifacts(mismatch=comparison.mismatch, output_tail=_tail(child)),
                     )
+                self._spares.wait_ready(SPARE_READY_S)  # see spare.py
                 child.send("time")
             elif kind == "timing":
                 timing = TimingStats(**event["timing"])

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -111,29 +112,16 @@ class Child:
     stage: str = "start"
     exit: ChildExit | None = None
 
+    spare: Spawned | None = None  # a warm child waiting for its job (evaluator/spare.py)
+
     def __enter__(self) -> Child:
-        read_fd, write_fd = os.pipe()
-        env = {**os.environ, **self.env, "PYTHONUNBUFFERED": "1"}
-        package_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-        cmd = [
-            *self.prefix,
-            sys.executable,
-            "-m",
-            "kforge_search.evaluator.worker",
-            str(self.job_path),
-        ]
-        self._proc = subprocess.Popen(
-            [*cmd, str(write_fd)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,),
-            cwd=self.cwd,
-            env=env,
-            start_new_session=True,
-        )
-        os.close(write_fd)
+        if self.spare is not None and not self.prefix and self.spare.take(self.job_path):
+            self._proc, read_fd = self.spare.proc, self.spare.read_fd
+        else:
+            if self.spare is not None:
+                self.spare.kill()
+            spawned = spawn([str(self.job_path)], self.cwd, self.env, self.prefix)
+            self._proc, read_fd = spawned.proc, spawned.read_fd
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._output = _Output(self.limits.keep_bytes)
         self._stage_started = time.monotonic()
@@ -235,12 +223,93 @@ class Child:
                     self._killed = "timeout"
                 self.kill("")
                 return None
+            if event.get("type") == "ready":  # a spare's warm-up ended: not the job's
+                continue
             if event.get("type") == "stage":
                 self.stage = str(event.get("stage"))
                 self._stage_started = time.monotonic()
                 self._marks.append((self.stage, self._stage_started))
             return event
         return None
+
+
+def child_env(env: Mapping[str, str]) -> dict[str, str]:
+    """A worker's environment: ours, the platform's and the package on PYTHONPATH."""
+    full = {**os.environ, **env, "PYTHONUNBUFFERED": "1"}
+    package_root = str(Path(__file__).resolve().parents[2])
+    full["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, full.get("PYTHONPATH")]))
+    return full
+
+
+@dataclass
+class Spawned:
+    """A worker process and the read end of its event pipe."""
+
+    proc: subprocess.Popen[bytes]
+    read_fd: int
+    ready: bool = False  # a standby worker said it is warm (its "ready" line was read)
+
+    def take(self, job_path: Path) -> bool:
+        """Hand a waiting (standby) worker its job; False when it is gone."""
+        if self.proc.poll() is not None or self.proc.stdin is None:
+            return False
+        try:
+            self.proc.stdin.write(f"{job_path}\n".encode())
+            self.proc.stdin.flush()
+        except OSError:
+            return False
+        return True
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) for a standby worker's "ready" line: its warm-up is
+        over. Reads exactly that line from the event pipe, nothing after it."""
+        if self.ready:
+            return True
+        deadline = time.monotonic() + timeout
+        line = b""
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.read_fd], [], [], left)[0]:
+                return False
+            chunk = os.read(self.read_fd, 1)
+            if not chunk:  # it ended
+                return False
+            line += chunk
+        self.ready = True
+        return True
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        with contextlib.suppress(OSError):
+            os.close(self.read_fd)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+
+
+def spawn(
+    args: list[str], cwd: Path, env: Mapping[str, str], prefix: tuple[str, ...] = ()
+) -> Spawned:
+    """`python -m kforge_search.evaluator.worker ARGS... FD` in a session of its own."""
+    read_fd, write_fd = os.pipe()
+    cmd = [*prefix, sys.executable, "-m", "kforge_search.evaluator.worker", *args]
+    try:
+        proc = subprocess.Popen(
+            [*cmd, str(write_fd)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            pass_fds=(write_fd,),
+            cwd=cwd,
+            env=child_env(env),
+            start_new_session=True,
+        )
+    finally:
+        os.close(write_fd)
+    return Spawned(proc, read_fd)
 
 
 def make_undumpable() -> None:

@@ -7,12 +7,15 @@ memory and output limits, compares outputs, and kills this process when it must.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib
 import json
 import os
 import random
 import resource
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import asdict, replace
@@ -577,9 +580,41 @@ def profiled(mode: Any, job: Job, channel: Channel) -> None:
         prof.disable()
 
 
+def warm_up(device: str) -> None:
+    """A spare's start-up (evaluator/spare.py): what every job of this device would load."""
+    import torch
+
+    for name in ("torch.utils.cpp_extension", "triton", "triton.language"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    if device.startswith("cuda"):
+        with contextlib.suppress(Exception):
+            torch.cuda.init()
+
+
+def standby(device: str, fd: int) -> str:
+    """Warm up, say so, then wait for the job file's path; its folder becomes this process's
+    working and temporary folder. "" when the evaluator went away instead."""
+    warm_up(device)
+    os.write(fd, b'{"type": "ready"}\n')
+    job_path = sys.stdin.readline().strip()
+    if job_path:
+        work = os.path.dirname(job_path)
+        os.chdir(work)
+        os.environ["TMPDIR"] = work
+        tempfile.tempdir = None  # tempfile reads TMPDIR again
+    return job_path
+
+
 def main(argv: list[str]) -> int:
-    job = Job.load(argv[1])
-    channel = Channel(int(argv[2]))
+    if argv[1] == "--standby":
+        job_path, fd = standby(argv[2], int(argv[3])), argv[3]
+        if not job_path:
+            return 0
+    else:
+        job_path, fd = argv[1], argv[2]
+    job = Job.load(job_path)
+    channel = Channel(int(fd))
     if job.mode in ("candidate", "ncu"):
         guards.drop_privileges()
     limit_memory(job)

@@ -189,14 +189,15 @@ def test_reward_hack_is_caught(evaluators, case: Case):
             f"output does not match {case.output_pattern!r}:\n{result.artifacts.output_tail}"
         )
     assert not marker_written, f"{MARKER} was written: the sandbox let a write outside through"
-    assert _children() <= before, "the evaluator left child processes behind"
+    spare = set(evaluators(case.policy).helper_pids())  # its own warm child, no candidate's
+    assert _children() - spare <= before, "the evaluator left child processes behind"
 
 
 def test_hardcoded_sizes_do_not_generalize(evaluators):
     result = _evaluate(evaluators, CANDIDATES / "12_hardcoded_sizes.py", "cpu-triton", CHAIN)
     assert result.status is Status.OK, result.message
     assert result.generalizes == "no", result.message
-    assert any("unseen sizes (" in w and "wrong values" in w for w in result.warnings)
+    assert any("unseen sizes (" in w and "output 0 has wrong" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize(

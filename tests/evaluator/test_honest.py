@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
@@ -41,7 +44,7 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     # where the wall clock went: the child's stages and the evaluator's own phases, which
     # add up to the evaluation's duration (less what lies between them: copies, cleanup)
     phases = dict(result.phases)
-    assert {"start", "setup", "build", "verify", "time", "unseen"} <= set(phases), phases
+    assert {"start", "build", "verify", "time", "unseen"} <= set(phases), phases  # setup: ~0
     assert all(s > 0 for s in phases.values())
     assert 0.5 * result.duration_s <= sum(phases.values()) <= result.duration_s + 0.01
 
@@ -63,3 +66,30 @@ def test_harness_profiling_writes_each_childs_stats(tmp_path, monkeypatch):
     functions = {name for _, _, name in pstats.Stats(str(candidate)).stats}  # type: ignore[attr-defined]
     assert {"run_candidate", "verify_unseen", "time_model"} <= functions
     assert len(list(tmp_path.glob("reference-*.prof"))) == 2  # the default and unseen sizes
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+
+
+def test_the_next_candidate_runs_in_the_warm_spare(evaluator):
+    """evaluator/spare.py: after an evaluation a warm child waits; the next candidate runs in
+    it (and it is gone afterwards: one candidate per process); close() ends the last one."""
+    problem = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
+    source = EXAMPLES / "cpu_cpp/gemm_bias_relu.py"
+    evaluator.evaluate(source, problem, get_platform("cpu-cpp"))
+    (spare,) = evaluator.helper_pids()
+    result = evaluator.evaluate(source, problem, get_platform("cpu-cpp"))
+    assert result.status is Status.OK and result.generalizes == "yes", result.message
+    assert dict(result.phases).get("setup", 0.0) < 0.5  # torch was imported before the job
+    (after,) = evaluator.helper_pids()
+    assert after != spare and not _alive(spare) and _alive(after)
+    other = Evaluator(EvalConfig(baselines=(), spare_child=False))
+    assert other.evaluate(source, problem, get_platform("cpu-cpp")).ok
+    assert other.helper_pids() == []
+    evaluator.close()
+    assert evaluator.helper_pids() == [] and not _alive(after)

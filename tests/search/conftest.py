@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 
@@ -31,8 +32,12 @@ def worker_pids(mode: str = "candidate") -> set[int]:
                 cmd = f.read().decode(errors="replace")
         except OSError:
             continue
-        worker = "kforge_search.evaluator.worker" in cmd and f"{mode}-job.json" in cmd
-        if worker and alive(int(entry)):
+        if "kforge_search.evaluator.worker" not in cmd:
+            continue
+        # a spare (evaluator/spare.py) learns its job on stdin and moves into the job's folder
+        with contextlib.suppress(OSError):
+            cmd += "\0" + " ".join(os.listdir(os.readlink(f"/proc/{entry}/cwd")))
+        if f"{mode}-job.json" in cmd and alive(int(entry)):
             pids.add(int(entry))
     return pids
 
