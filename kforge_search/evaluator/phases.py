@@ -9,8 +9,11 @@ A search reads them to tell a slow kernel from a slow harness.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 Phases = tuple[tuple[str, float], ...]
 
@@ -45,3 +48,31 @@ def marks_to_phases(marks: list[tuple[str, float]], end: float) -> Phases:
     for (name, start), (_, stop) in zip(marks, [*marks[1:], ("", end)], strict=True):
         clock.add(name, stop - start)
     return clock.phases()
+
+
+def profiled(mode: Callable[[Any, Any], None], job: Any, channel: Any, folder: str) -> None:
+    """A worker's mode (run with job and channel) under cProfile, its stats written to
+    `folder` ($KFORGE_PROFILE_WORKER; scripts/eval_phases.py reads them): where the time
+    goes inside a child."""
+    import cProfile
+
+    path = os.path.join(folder, f"{job.mode}-{os.getpid()}.prof")
+    prof = cProfile.Profile()
+    send = channel.send
+
+    def dump_then_send(event_type: str, /, **fields: Any) -> None:
+        prof.disable()  # the parent may kill this process at any event: stats first
+        try:  # whole files only: a kill mid-write leaves the previous one
+            prof.dump_stats(f"{path}.tmp")
+            os.replace(f"{path}.tmp", path)
+        except Exception as exc:
+            print(f"kforge: profile not written: {exc!r}", file=sys.stderr, flush=True)
+        prof.enable()
+        send(event_type, **fields)
+
+    channel.send = dump_then_send  # type: ignore[method-assign]
+    prof.enable()
+    try:
+        mode(job, channel)
+    finally:
+        prof.disable()

@@ -20,6 +20,15 @@ from typing import Any
 from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
 from kforge_search.evaluator.job import PROFILE_ENV, Job
+from kforge_search.evaluator.outcome import (
+    describe_exit,
+    exit_result,
+    failure_result,
+    mismatch_message,
+    not_general,
+    output_tail,
+    timing_problem,
+)
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
@@ -30,7 +39,7 @@ from kforge_search.evaluator.result import (
     Status,
     TimingStats,
 )
-from kforge_search.evaluator.sandbox import Child, ChildExit, Limits, make_undumpable
+from kforge_search.evaluator.sandbox import Child, Limits, make_undumpable
 from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import static_check
 from kforge_search.evaluator.timing import TIMING_VERSION
@@ -224,7 +233,7 @@ class Evaluator:
                     )
         assert child.exit is not None
         raise ProblemError(
-            f"the reference of {problem.name} failed ({_describe_exit(child.exit)}):\n"
+            f"the reference of {problem.name} failed ({describe_exit(child.exit)}):\n"
             f"{child.exit.output[-4000:]}"
         )
 
@@ -268,7 +277,7 @@ class Evaluator:
                             Baseline(event["kind"], event["ok"], timing, event.get("error", ""))
                         )
             assert child.exit is not None
-            why = f"{_describe_exit(child.exit)}: {child.exit.output[-1500:]}"
+            why = f"{describe_exit(child.exit)}: {child.exit.output[-1500:]}"
             done.extend(Baseline(kind, False, error=why) for kind in kinds[len(done) :])
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -406,11 +415,12 @@ class Evaluator:
         policy = get_policy(self.config.policy)
         correctness = base.correctness
         timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
+        unseen_sizes = unseen[0].sizes if unseen else {}
 
         def after_timing(result: EvalResult) -> EvalResult | None:
             if unseen is None:
                 child.kill("")
-                return replace(result, artifacts=Artifacts(output_tail=_tail(child)))
+                return replace(result, artifacts=Artifacts(output_tail=output_tail(child)))
             child.send("unseen")
             return None
 
@@ -419,8 +429,8 @@ class Evaluator:
             if kind == "fail":
                 child.kill("")
                 if timed_ok is not None and child.stage == "unseen":
-                    return _not_general(timed_ok, unseen, event["message"], child)
-                return _failure(base, event, child.stage, child.exit)
+                    return not_general(timed_ok, unseen_sizes, event["message"], child)
+                return failure_result(base, event, child.stage, child.exit)
             if kind == "verified":
                 comparison = compare_outputs(
                     ref.outputs, _load_tensors(Path(job.outputs_path)), policy
@@ -434,9 +444,11 @@ class Evaluator:
                         base,
                         status=Status.INCORRECT,
                         stage="verify",
-                        message=_mismatch_message(comparison.mismatch, correctness),
+                        message=mismatch_message(comparison.mismatch, correctness),
                         correctness=correctness,
-                        artifacts=Artifacts(mismatch=comparison.mismatch, output_tail=_tail(child)),
+                        artifacts=Artifacts(
+                            mismatch=comparison.mismatch, output_tail=output_tail(child)
+                        ),
                     )
                 self._spares.wait_ready(SPARE_READY_S)  # see spare.py
                 child.send("time")
@@ -445,7 +457,7 @@ class Evaluator:
                 stale = compare_fingerprints(
                     ref.fingerprints, event["fingerprints"], ref.dtypes, policy
                 )
-                problem = _timing_problem(timing, stale)
+                problem = timing_problem(timing, stale)
                 if problem:
                     child.kill("")
                     reason, message = problem
@@ -456,7 +468,7 @@ class Evaluator:
                         message=f"{message} [{reason}]",
                         correctness=correctness,
                         timing=timing,
-                        artifacts=Artifacts(output_tail=_tail(child), reasons=(reason,)),
+                        artifacts=Artifacts(output_tail=output_tail(child), reasons=(reason,)),
                     )
                 timed_ok = replace(
                     base,
@@ -482,134 +494,19 @@ class Evaluator:
                 comparison = compare_outputs(unseen[1].outputs, outputs, policy)
                 if not comparison.ok:
                     assert comparison.mismatch is not None
-                    why = _mismatch_message(comparison.mismatch, comparison.correctness)
-                    return _not_general(timed_ok, unseen, why, child)
+                    why = mismatch_message(comparison.mismatch, comparison.correctness)
+                    return not_general(timed_ok, unseen_sizes, why, child)
                 return replace(
-                    timed_ok, generalizes="yes", artifacts=Artifacts(output_tail=_tail(child))
+                    timed_ok, generalizes="yes", artifacts=Artifacts(output_tail=output_tail(child))
                 )
         assert child.exit is not None
         if timed_ok is not None:  # a later stage failed: the verified, timed result stands
-            why = _describe_exit(child.exit)
+            why = describe_exit(child.exit)
             if child.exit.stage == "unseen":
-                return _not_general(timed_ok, unseen, f"the candidate's process: {why}", child)
+                return not_general(timed_ok, unseen_sizes, f"the candidate's process: {why}", child)
             return replace(
                 timed_ok,
                 warnings=(*timed_ok.warnings, f"profile failed: {why}"),
-                artifacts=Artifacts(output_tail=_tail(child)),
+                artifacts=Artifacts(output_tail=output_tail(child)),
             )
-        return _exit_result(base, child.exit, correctness)
-
-
-def _not_general(
-    result: EvalResult, unseen: tuple[Problem, Reference] | None, why: str, child: Child
-) -> EvalResult:
-    """Verified and timed, but wrong (or failing) at the problem's unseen sizes."""
-    sizes = ", ".join(f"{k}={v}" for k, v in unseen[0].sizes.items()) if unseen else ""
-    return replace(
-        result,
-        generalizes="no",
-        warnings=(*result.warnings, f"at the unseen sizes ({sizes}): {why}"),
-        artifacts=Artifacts(output_tail=_tail(child)),
-    )
-
-
-def _timing_problem(timing: TimingStats, stale: str) -> tuple[str, str] | None:
-    """Cheating seen in the timed runs: stale outputs, or work the CUDA events did not see."""
-    if stale:
-        return (
-            "timing:stale-output",
-            f"outputs of the timed runs (fresh inputs each run) are wrong: {stale}. "
-            "Compute every call's result; do not cache or skip work",
-        )
-    hidden = timing.host_p50_ms - timing.p50_ms
-    if timing.method == "cuda_events" and hidden > max(0.5 * timing.host_p50_ms, 0.1):
-        return (
-            "timing:hidden-work",
-            f"a run takes {timing.host_p50_ms:.3f} ms of wall clock but only "
-            f"{timing.p50_ms:.3f} ms on the timed stream: work runs where the timing "
-            "cannot see it (another stream?). Launch on the current stream",
-        )
-    return None
-
-
-def _tail(child: Child) -> str:
-    return child.exit.output if child.exit else ""
-
-
-def _describe_exit(exit: ChildExit) -> str:
-    if exit.killed == "timeout":
-        return f"killed: it exceeded the time limit of the {exit.stage} stage"
-    if exit.killed == "memory":
-        return f"killed: it exceeded the memory limit in the {exit.stage} stage"
-    if exit.killed == "output":
-        return f"killed: it printed more than the output limit ({exit.output_bytes} bytes)"
-    if exit.signal_name:
-        return f"it died with {exit.signal_name} in the {exit.stage} stage"
-    return f"it exited with code {exit.returncode} in the {exit.stage} stage"
-
-
-def _failure(
-    base: EvalResult, event: dict[str, Any], stage: str, exit: ChildExit | None
-) -> EvalResult:
-    status = Status(event["status"])
-    hint = {
-        Status.COMPILE_ERROR: "Fix the build error (see the compiler log) and try again.",
-        Status.RUNTIME_ERROR: "Fix the error raised while running forward (see the traceback).",
-        Status.REJECTED: "Change the kernel so that it does its work honestly.",
-    }.get(status, "")
-    return replace(
-        base,
-        status=status,
-        stage=stage,
-        message=f"{event['message']}\n{hint}".strip(),
-        artifacts=Artifacts(
-            compile_log=event.get("compile_log", ""),
-            traceback=event.get("traceback", ""),
-            output_tail=exit.output if exit else "",
-            reasons=tuple(event.get("reasons", ())),
-        ),
-    )
-
-
-def _exit_result(base: EvalResult, exit: ChildExit, correctness: Any) -> EvalResult:
-    """The child ended without a result: classify by how it ended."""
-    describe = _describe_exit(exit)
-    if exit.killed == "timeout":
-        status, hint = Status.TIMEOUT, "Look for an infinite loop or a kernel that never ends."
-    elif exit.killed in {"memory", "output"}:
-        status, hint = Status.RUNTIME_ERROR, "Allocate less memory and print less."
-    elif exit.stage in {"start", "setup"}:
-        status, hint = (
-            Status.INFRA_ERROR,
-            "The evaluator's process failed before the candidate ran.",
-        )
-    elif exit.signal_name:
-        status = Status.RUNTIME_ERROR
-        hint = "A crash in native code: check indices and bounds (out-of-bounds access?)."
-    else:
-        status, hint = Status.RUNTIME_ERROR, "Do not exit the process from the candidate."
-    return replace(
-        base,
-        status=status,
-        stage=exit.stage,
-        message=f"the candidate's process ended without a result: {describe}. {hint}",
-        correctness=correctness,
-        artifacts=Artifacts(output_tail=exit.output),
-    )
-
-
-def _mismatch_message(m: Any, c: Any) -> str:
-    if m.reason in {"shape", "dtype", "count", "type"}:
-        return (
-            f"wrong {m.reason} of output {m.output_index} in trial {m.trial}: expected "
-            f"{m.expected}, got {m.actual}. Return outputs exactly as the reference does."
-        )
-    where = ", ".join(str(i) for i in m.indices)
-    what = "non-finite values (NaN/inf)" if m.reason == "nonfinite" else "values"
-    return (
-        f"output {m.output_index} has wrong {what} in trial {m.trial}: {m.n_mismatched} of "
-        f"{m.n_total} elements are outside atol={c.atol:g}, rtol={c.rtol:g} "
-        f"(max abs err {c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}). First mismatches "
-        f"at {where}: expected {m.expected}, got {m.actual}. "
-        f"{c.trials_passed}/{c.trials_run} trials passed."
-    )
+        return exit_result(base, child.exit, correctness)

@@ -7,15 +7,12 @@ memory and output limits, compares outputs, and kills this process when it must.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import importlib
 import json
 import os
 import random
 import resource
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import asdict, replace
@@ -25,6 +22,8 @@ from typing import Any
 from kforge_search.evaluator import guards, profile
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import PROFILE_ENV, Job
+from kforge_search.evaluator.phases import profiled
+from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.problem import exec_problem
 
@@ -553,59 +552,6 @@ def limit_memory(job: Job) -> None:
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
 
-def profiled(mode: Any, job: Job, channel: Channel) -> None:
-    """The mode under cProfile, stats written to $KFORGE_PROFILE_WORKER (scripts/eval_phases.py
-    reads them): where an evaluation's time goes inside its child."""
-    import cProfile
-
-    path = os.path.join(os.environ[PROFILE_ENV], f"{job.mode}-{os.getpid()}.prof")
-    prof = cProfile.Profile()
-    send = channel.send
-
-    def dump_then_send(event_type: str, /, **fields: Any) -> None:
-        prof.disable()  # the parent may kill this process at any event: stats first
-        try:  # whole files only: a kill mid-write leaves the previous one
-            prof.dump_stats(f"{path}.tmp")
-            os.replace(f"{path}.tmp", path)
-        except Exception as exc:
-            print(f"kforge: profile not written: {exc!r}", file=sys.stderr, flush=True)
-        prof.enable()
-        send(event_type, **fields)
-
-    channel.send = dump_then_send  # type: ignore[method-assign]
-    prof.enable()
-    try:
-        mode(job, channel)
-    finally:
-        prof.disable()
-
-
-def warm_up(device: str) -> None:
-    """A spare's start-up (evaluator/spare.py): what every job of this device would load."""
-    import torch
-
-    for name in ("torch.utils.cpp_extension", "triton", "triton.language"):
-        with contextlib.suppress(Exception):
-            importlib.import_module(name)
-    if device.startswith("cuda"):
-        with contextlib.suppress(Exception):
-            torch.cuda.init()
-
-
-def standby(device: str, fd: int) -> str:
-    """Warm up, say so, then wait for the job file's path; its folder becomes this process's
-    working and temporary folder. "" when the evaluator went away instead."""
-    warm_up(device)
-    os.write(fd, b'{"type": "ready"}\n')
-    job_path = sys.stdin.readline().strip()
-    if job_path:
-        work = os.path.dirname(job_path)
-        os.chdir(work)
-        os.environ["TMPDIR"] = work
-        tempfile.tempdir = None  # tempfile reads TMPDIR again
-    return job_path
-
-
 def main(argv: list[str]) -> int:
     if argv[1] == "--standby":
         job_path, fd = standby(argv[2], int(argv[3])), argv[3]
@@ -627,8 +573,8 @@ def main(argv: list[str]) -> int:
         torch_version=torch.__version__,
     )
     try:
-        if os.environ.get(PROFILE_ENV):  # a harness developer's question, never a candidate's
-            profiled(MODES[job.mode], job, channel)
+        if folder := os.environ.get(PROFILE_ENV):  # a harness developer's question
+            profiled(MODES[job.mode], job, channel, folder)
         else:
             MODES[job.mode](job, channel)
     except CandidateFailure as failure:

@@ -1,0 +1,36 @@
+"""A spare worker's side (evaluator/spare.py is the parent's): warm up, say "ready", wait
+for the job. Runs before any candidate code, in a process that will run exactly one job."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+
+
+def warm_up(device: str) -> None:
+    """A spare's start-up (evaluator/spare.py): what every job of this device would load."""
+    import torch
+
+    for name in ("torch.utils.cpp_extension", "triton", "triton.language"):
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    if device.startswith("cuda"):
+        with contextlib.suppress(Exception):
+            torch.cuda.init()
+
+
+def standby(device: str, fd: int) -> str:
+    """Warm up, say so, then wait for the job file's path; its folder becomes this process's
+    working and temporary folder. "" when the evaluator went away instead."""
+    warm_up(device)
+    os.write(fd, b'{"type": "ready"}\n')
+    job_path = sys.stdin.readline().strip()
+    if job_path:
+        work = os.path.dirname(job_path)
+        os.chdir(work)
+        os.environ["TMPDIR"] = work
+        tempfile.tempdir = None  # tempfile reads TMPDIR again
+    return job_path
