@@ -6,7 +6,8 @@
 #   GPU-minute, busy fractions, best speedups, and the 2-vs-1 ratio.
 # efficiency: kforge bench --search-efficiency (evolutionary vs random genomes, budget 12,
 #   3 trials, loose) on EFF_PROBLEMS (default: 01 13 21).
-# Env: PROBLEMS (default 01 02 03 05 09 13 16 21), LINEAGES (2), GENERATIONS (2), SIZES ("").
+# Env: PROBLEMS (default 01 02 03 05 09 13 16 21), LINEAGES (2), GENERATIONS (2), SIZES (""),
+# MAX_MINUTES ("": no time box; else each search stops at the first generation past it).
 set -uo pipefail
 out=${1:?OUTDIR}
 what=${2:-all}
@@ -16,6 +17,7 @@ export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 problems=${PROBLEMS:-01 02 03 05 09 13 16 21}
 args=(--lineages "${LINEAGES:-2}" --generations "${GENERATIONS:-2}" --problems $problems)
 [ -n "${SIZES:-}" ] && args+=(--sizes "$SIZES")
+[ -n "${MAX_MINUTES:-}" ] && args+=(--max-minutes "$MAX_MINUTES")  # time-box each run
 gpus=$(nvidia-smi -L | wc -l)
 nvidia-smi --query-gpu=index,name --format=csv,noheader | tee "$out/gpus.txt"
 if [ "$what" = throughput ] || [ "$what" = all ]; then

@@ -2,7 +2,7 @@
 with the builtin agent, measured from outside.
 
     python scripts/search_throughput.py OUTDIR --workers 1 [--problems 01 02 ...] \
-        [--lineages 1] [--generations 2] [--sizes NAME]
+        [--lineages 1] [--generations 2] [--sizes NAME] [--max-minutes M]
 
 While the search runs, nvidia-smi samples every GPU's utilization twice a second (the
 fraction of time a kernel was running: the GPU's busy fraction). Afterwards the search's
@@ -59,6 +59,7 @@ def main() -> int:
     ap.add_argument("--sizes", default=None)
     ap.add_argument("--policy", default="loose")
     ap.add_argument("--platform", default="cuda-triton")
+    ap.add_argument("--max-minutes", type=float, default=None, help="time-box the search")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -70,6 +71,8 @@ def main() -> int:
     cmd += ["--policy", args.policy, "--no-profile"]
     if args.sizes:
         cmd += ["--sizes", args.sizes]
+    if args.max_minutes:  # the search stops at the first generation boundary past it
+        cmd += ["--max-minutes", str(args.max_minutes)]
     samples: list[tuple[float, int, float]] = []
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(stop, samples), daemon=True)

@@ -194,6 +194,14 @@ def search_cmd(
     max_candidates: Annotated[
         int | None, typer.Option(help="stop after this many evaluations")
     ] = None,
+    max_minutes: Annotated[
+        float | None,
+        typer.Option(help="stop after this much wall clock (checked between generations)"),
+    ] = None,
+    max_gpu_minutes: Annotated[
+        float | None,
+        typer.Option(help="stop after this much evaluation time on GPU platforms"),
+    ] = None,
     agent: Annotated[
         str, typer.Option(help="builtin, or llm: LLM lineages beside a builtin seed lineage")
     ] = "builtin",
@@ -286,6 +294,8 @@ def search_cmd(
         most = len(problems) * len(platform) * alive * config.generations
         budget = Budget(
             max_candidates=max_candidates or most * config.drafts_per_step,
+            wall_clock_s=None if max_minutes is None else max_minutes * 60,
+            gpu_seconds=None if max_gpu_minutes is None else max_gpu_minutes * 60,
             llm_tokens=max_llm_tokens,
             money_usd=max_usd,
         )

@@ -164,3 +164,14 @@ def test_sigterm_stops_a_search_like_ctrl_c():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)  # the handler raises before this ends
     assert signal.getsignal(signal.SIGTERM) is before  # put back afterwards
+
+
+def test_a_wall_clock_budget_stops_the_search_between_generations(tmp_path):
+    args = ["search", PROBLEMS[0], "--platform", "cpu-cpp", "--sizes", "ci", "--lineages", "1"]
+    args += ["--generations", "20", "--max-minutes", "0.001", "--db", str(tmp_path / "k.db")]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "gen 0 " in out.output and "gen 1 " not in out.output
+    assert "budget exhausted: wall_clock_s used" in " ".join(out.output.split())
+    bad = CliRunner().invoke(app, [*args[:-2], "--max-minutes", "-1", "--db", args[-1]])
+    assert bad.exit_code != 0 and "wall_clock_s=-60" in " ".join(bad.output.split())
