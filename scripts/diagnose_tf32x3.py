@@ -22,12 +22,17 @@ import triton.language as tl
 
 
 @triton.jit
+def _tile(BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """This program's rows, columns and the k offsets of one block."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    return rm, rn, tl.arange(0, BK)
+
+
+@triton.jit
 def _dot(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
          PREC: tl.constexpr):  # fmt: skip
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
+    rm, rn, rk = _tile(BM, BN, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
         a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
@@ -39,10 +44,7 @@ def _dot(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: t
 @triton.jit
 def _hand(a_ptr, bh_ptr, bl_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
           BK: tl.constexpr):  # fmt: skip
-    pm, pn = tl.program_id(0), tl.program_id(1)
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
+    rm, rn, rk = _tile(BM, BN, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
         a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :])
