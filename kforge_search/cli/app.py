@@ -141,7 +141,10 @@ def eval_cmd(
     p = load(problem, sizes, overrides)
     plat = platform_or_fail(platform)
     try:
-        config = EvalConfig(policy=policy, baselines=("eager", "compile") if baselines else ())
+        # one evaluation: a warm spare for a next candidate would never be used
+        config = EvalConfig(
+            policy=policy, baselines=("eager", "compile") if baselines else (), spare_child=False
+        )
     except ValueError as exc:
         fail(str(exc))
     try:
