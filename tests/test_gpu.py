@@ -135,6 +135,24 @@ def test_builtin_agent_kernels_verify_and_generalize_on_the_gpu(problem, policy,
     assert result.timing.meaningful and result.speedup("eager") is not None
 
 
+@pytest.mark.parametrize("loads", ["tma", "pointer"])
+def test_presplit_tf32x3_passes_strict_on_the_tensor_cores(loads):
+    """tf32x3 with the weight split once and the tensor cores' partial sum promoted to fp32
+    every 2 k blocks. Their accumulator rounds toward zero (scripts/emulate_tf32x3.py models
+    it), which the interpreter does not: only real tensor cores at K = 8192 can show it."""
+    from kforge_search.agents import BuiltinAgent, TritonGenome
+
+    platform = get_platform("cuda-triton")
+    prob = resolve_problem("level2/02_gemm_gelu_scale")
+    genome = TritonGenome(block_k=32, precision="tf32x3", x3="presplit", promote=2, loads=loads)
+    draft = BuiltinAgent().synthesize(prob, platform, genome, "presplit tf32x3")
+    assert "_kf_tf32_pair" in draft.source
+    result = Evaluator(EvalConfig(policy="strict", baselines=())).evaluate_source(
+        draft.source, prob, platform
+    )
+    assert result.status is Status.OK, result.message
+
+
 @pytest.mark.parametrize(
     ("platform", "candidate"),
     [("cuda-triton", "triton/gemm_bias_relu.py"), ("cuda-cpp", "cuda_cpp/gemm_bias_relu.py")],

@@ -19,7 +19,7 @@ from kforge_search.agents.plan import Plan, lower
 from kforge_search.agents.render_cpp import render_cpp
 from kforge_search.agents.render_triton import render_triton
 from kforge_search.agents.trace import trace_problem
-from kforge_search.agents.triton_kernels import tma_capable
+from kforge_search.agents.triton_kernels import presplit_capable, tma_capable
 from kforge_search.evaluator.result import Status
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -40,6 +40,7 @@ def analyze(problem: Problem) -> Plan | Unsupported:
 TAIL_GENES = frozenset({"pass_block", "pass_warps"})
 # ... or a tail that one tile can hold (not segmented statistics).
 FUSE_GENES = frozenset({"placement", "fuse_limit"})
+X3_GENES = frozenset({"x3", "promote"})  # how a tf32x3 dot is made
 
 
 def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
@@ -54,6 +55,10 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
         names -= FUSE_GENES
     if not any(tma_capable(st) for st in plan.stages):
         names -= {"loads"}
+    if genome.precision != "tf32x3" or not any(presplit_capable(st) for st in plan.stages):
+        names -= X3_GENES
+    elif genome.x3 != "presplit":
+        names -= {"promote"}
     return names
 
 

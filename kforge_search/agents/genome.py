@@ -18,6 +18,11 @@ PRECISIONS = ("ieee", "tf32x3", "tf32", "bf16")
 POLICY_PRECISIONS = {"strict": ("ieee", "tf32x3"), "loose": ("ieee", "tf32x3", "tf32", "bf16")}
 PLACEMENTS = ("fused", "second_pass")
 LOADS = ("pointer", "tma")
+# How a tf32x3 dot is made: Triton's own split of both operands in every k step, or the
+# weight split into tf32 hi + lo once at init and three tf32 dots whose partial sum over
+# `promote` k blocks leaves the tensor cores for an fp32 add (their accumulator rounds
+# toward zero: held there for the whole K loop it loses strict's bound, scripts/emulate_tf32x3.py)
+X3_SPLITS = ("triton", "presplit")
 SMEM_BYTES = 200 * 1024  # what the pipelined operand tiles may take (H100: 227 KiB per SM)
 
 
@@ -42,9 +47,12 @@ class TritonGenome:
     fuse_limit: int = 256  # the longest row (or column) a fused tile may span
     pass_block: int = 1024  # elements per step of the second pass
     pass_warps: int = 4
+    x3: str = "triton"  # tf32x3 only: X3_SPLITS
+    promote: int = 4  # x3=presplit: k blocks per tensor-core partial sum
 
     def __post_init__(self) -> None:
         _pow2(self.block_m, 16, 256, "block_m")
+        _pow2(self.promote, 1, 64, "promote")
         _pow2(self.block_n, 16, 256, "block_n")
         _pow2(self.block_k, 16, 128, "block_k")
         _pow2(self.num_warps, 1, 16, "num_warps")
@@ -62,11 +70,14 @@ class TritonGenome:
             raise ValueError(f"weight_layout={self.weight_layout!r}: use nk or kn")
         if self.loads not in LOADS:
             raise ValueError(f"loads={self.loads!r}: use one of {LOADS}")
+        if self.x3 not in X3_SPLITS:
+            raise ValueError(f"x3={self.x3!r}: use one of {X3_SPLITS}")
 
     @property
     def smem_bytes(self) -> int:
         width = 2 if self.precision == "bf16" else 4
-        return (self.block_m + self.block_n) * self.block_k * width * self.num_stages
+        b_tiles = 2 if self.precision == "tf32x3" and self.x3 == "presplit" else 1  # hi, lo
+        return (self.block_m + b_tiles * self.block_n) * self.block_k * width * self.num_stages
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,8 @@ TRITON_SPACE: dict[str, tuple[Any, ...]] = {
     "fuse_limit": (64, 128, 256, 512),
     "pass_block": (256, 512, 1024, 2048, 4096),
     "pass_warps": (2, 4, 8),
+    "x3": X3_SPLITS,
+    "promote": (1, 2, 4, 8),
 }
 CPP_SPACE: dict[str, tuple[Any, ...]] = {
     "block_m": (16, 32, 48, 64, 96, 128),

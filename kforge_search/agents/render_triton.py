@@ -7,7 +7,13 @@ from kforge_search.agents.genome import TritonGenome
 from kforge_search.agents.ops import TRITON_HELPERS
 from kforge_search.agents.plan import Plan, StagePlan
 from kforge_search.agents.source import model_source
-from kforge_search.agents.triton_kernels import Kernel, gemm_kernel, pass_kernel, uses_tma
+from kforge_search.agents.triton_kernels import (
+    Kernel,
+    gemm_kernel,
+    pass_kernel,
+    uses_presplit,
+    uses_tma,
+)
 from kforge_search.agents.triton_lines import Names
 
 
@@ -25,6 +31,8 @@ class StageWriter:
         self.s = stage.index
         self.b_kn = _b_operand(stage, genome)[1] == "kn"
         self.tma = uses_tma(stage, genome, "full")
+        self.presplit = uses_presplit(stage, genome)
+        self.b = f"wp{self.s}" if self.presplit else f"w{self.s}"  # what the kernels read
 
     def _gemm(self, name: str, mode: str, targets: tuple[int, ...], leaves: set[int]) -> Kernel:
         return gemm_kernel(
@@ -32,13 +40,18 @@ class StageWriter:
         )
 
     def _operands(self, head: list[str], bm: str, bn: str) -> tuple[list[str], list[str], str]:
-        """(lines before the launch, its leading arguments, the TMA constant) for a GEMM
-        launch with tiles bm x bn: descriptors come after the operand (and workspace) pointers."""
-        if not self.tma:
-            return [], head, ""
+        """(lines before the launch, its leading arguments, the TMA and PROMOTE constants) for
+        a GEMM launch with tiles bm x bn: descriptors come after the operand (and workspace)
+        pointers, then the offset of B's lo part (presplit tf32x3: hi and lo side by side in N)."""
         s, bk = self.s, self.genome.block_k
-        line = f"da{s}, db{s} = _kf_descs(a{s}, w{s}, {bm}, {bn}, {bk}, {self.b_kn})"
-        return [line], [*head, f"da{s}", f"db{s}"], f", TMA=da{s} is not None"
+        pre, consts = [], ""
+        if self.tma:
+            pre = [f"da{s}, db{s} = _kf_descs(a{s}, {self.b}, {bm}, {bn}, {bk}, {self.b_kn})"]
+            head, consts = [*head, f"da{s}", f"db{s}"], f", TMA=da{s} is not None"
+        if self.presplit:
+            head = [*head, f"N{s} * sb{s}[2]"]
+            consts += f", PROMOTE={self.genome.promote}"
+        return pre, head, consts
 
     def _sizes(self, nc: str | None = None, pool: str | None = None, plane: str = "0") -> list[str]:
         s = self.s
@@ -94,7 +107,7 @@ class StageWriter:
             )
             plane = f"R * N{s}"
             pre, head, tma = self._operands(
-                [f"a{s}", f"w{s}", f"ws{s}"], str(gn.block_m), str(gn.block_n)
+                [f"a{s}", self.b, f"ws{s}"], str(gn.block_m), str(gn.block_n)
             )
             lines += pre
             lines.append(
@@ -105,7 +118,7 @@ class StageWriter:
         else:
             kernel = self._gemm(f"_kf_s{s}_gemm", "full", stores, leaves)
             self.kernels.append(kernel)
-            pre, head, tma = self._operands([f"a{s}", f"w{s}"], str(gn.block_m), str(gn.block_n))
+            pre, head, tma = self._operands([f"a{s}", self.b], str(gn.block_m), str(gn.block_n))
             lines += pre
             if self.stage.pool is not None:  # whole windows per tile where the size allows
                 lines += [
@@ -149,7 +162,7 @@ class StageWriter:
                 f"bn = max(16, min({gn.block_n}, 8192 // bm))",
             ]
             grid = f"(triton.cdiv(NC{s}, bn), 1, BT{s})"
-        pre, head, tma = self._operands([f"a{s}", f"w{s}"], "bm", "bn")
+        pre, head, tma = self._operands([f"a{s}", self.b], "bm", "bn")
         pooled = ", POOL_W=1" if st.pool is not None else ""  # a whole row: windows looped
         launch = _launch(kernel, grid, head, self._sizes(), self._consts("bm", "bn") + pooled + tma)
         return [*self._alloc(st.outs), *sizes, *pre, launch]
@@ -170,7 +183,12 @@ class StageWriter:
         a_batch, b_batch = (f"{a}.stride(0)", f"w{s}.stride(0)") if st.gemm.batched else ("0", "0")
         k, n = ("-1", "-2") if layout == "nk" else ("-2", "-1")
         rest.append(f"sa{s} = ({a_batch}, {a}.stride(-2), {a}.stride(-1))")
-        rest.append(f"sb{s} = ({b_batch}, w{s}.stride({k}), w{s}.stride({n}))")
+        if self.presplit:  # hi and lo side by side along N, split once (see _kf_tf32_pair)
+            rest.append(
+                f'wp{s} = self._kf_derived("_kf_wp{s}", w{s}, '
+                f"lambda w: _kf_tf32_pair(w, {0 if layout == 'nk' else 1}))"
+            )
+        rest.append(f"sb{s} = ({b_batch}, {self.b}.stride({k}), {self.b}.stride({n}))")
         leaves = r.stored_before(self.plan, st)
         if gn.placement == "fused" and st.fusable:
             span = f"NC{s}" if st.axis == "row" else "R"
@@ -217,6 +235,7 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         kernels_names=[k.name for w in writers for k in w.kernels],
         derived=any("_kf_derived" in line for line in body),
         tma=any(w.tma for w in writers),
+        presplit=any(w.presplit for w in writers),
         bf16=genome.precision == "bf16",
         body="\n".join(body),
     )

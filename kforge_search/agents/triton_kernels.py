@@ -41,6 +41,15 @@ def tma_capable(stage: StagePlan) -> bool:
     return not stage.gemm.batched and stage.pool is None
 
 
+def presplit_capable(stage: StagePlan) -> bool:
+    """Whether the stage's B can be split into tf32 hi + lo once: a parameter, not batched."""
+    return stage.gemm.b.startswith("self.") and not stage.gemm.batched
+
+
+def uses_presplit(stage: StagePlan, genome: TritonGenome) -> bool:
+    return genome.precision == "tf32x3" and genome.x3 == "presplit" and presplit_capable(stage)
+
+
 def uses_tma(stage: StagePlan, genome: TritonGenome, mode: str) -> bool:
     return genome.loads == "tma" and mode != "reduce" and tma_capable(stage)
 
@@ -84,6 +93,7 @@ def gemm_kernel(
         params=params.names,
         batched=stage.gemm.batched,
         precision=genome.precision,
+        presplit=uses_presplit(stage, genome),
         tma=uses_tma(stage, genome, mode),
         b_kn=b_kn,
         pool=pool_vars,

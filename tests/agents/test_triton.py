@@ -88,3 +88,23 @@ def test_bf16_errors_exceed_the_loose_policy_on_the_second_distribution(verify):
     problem = SUPPORTED["silu_tanh_gelu"]
     result = verify(synthesize(problem, TritonGenome(precision="bf16")).source, problem, "loose")
     assert not result.ok and result.max_abs_err < 0.1
+
+
+# tf32x3 with the weight split once (hi + lo side by side) and promotion out of the tensor
+# cores: TMA and pointer loads, both weight layouts, split-K with a ragged K, a fused row tail,
+# a chain of two GEMMs, a batched GEMM of two inputs (no parameter: Triton's tf32x3 instead).
+PRESPLIT = {
+    "tma": TritonGenome(x3="presplit", promote=2, loads="tma", block_k=16),
+    "pointer_kn_split": TritonGenome(x3="presplit", promote=1, loads="pointer", split_k=2,
+                                     block_m=16, block_n=32, block_k=16, weight_layout="kn"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("genome", sorted(PRESPLIT))
+@pytest.mark.parametrize("name", ["matmul_param", "log_softmax", "mlp_hidden_residual",
+                                  "bmm_inputs", "avgpool_softmax"])  # fmt: skip
+def test_presplit_tf32x3_verifies(verify, name, genome):
+    draft = synthesize(SUPPORTED[name], PRESPLIT[genome])
+    assert ("_kf_tf32_pair" in draft.source) is (name != "bmm_inputs")
+    result = verify(draft.source, SUPPORTED[name])
+    assert result.ok, result.message

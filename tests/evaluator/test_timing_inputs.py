@@ -1,0 +1,41 @@
+"""Timing inputs: drawn on the job's device, seeded, the same for every child that draws them."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+
+import torch
+
+from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.worker import timing_inputs
+from kforge_search.problem import resolve_problem
+
+
+def _problem_module() -> types.SimpleNamespace:
+    def get_inputs():
+        return [torch.randn(4, 3), torch.empty(2, device="cpu"), torch.get_default_device().type]
+
+    return types.SimpleNamespace(get_inputs=get_inputs)
+
+
+def _job(device: str) -> Job:
+    return Job(mode="candidate", problem=resolve_problem("level2/01_gemm_bias_relu", size_set="ci"),
+               platform="x", device=device, timing_method="wall", timing_meaningful=True,
+               trials=1, seed=5, warmup=0, timed_runs=1, outputs_path="", ext_cache="")  # fmt: skip
+
+
+def test_inputs_are_drawn_on_the_jobs_device_and_seeded():
+    # "meta" stands in for an accelerator: the factory call runs there, not on the CPU and
+    # then copied; a tensor the problem puts on the CPU explicitly is moved afterwards
+    drawn = timing_inputs(_problem_module(), _job("meta"), 3)
+    assert drawn[2] == "meta"  # where get_inputs() ran
+    assert [x.device.type for x in drawn[:2]] == ["meta", "meta"]
+    assert torch.get_default_device().type == "cpu"  # the default is back afterwards
+
+
+def test_the_same_run_draws_the_same_values_and_runs_differ():
+    module, job = _problem_module(), _job("cpu")
+    first, again, other = (timing_inputs(module, job, r)[0] for r in (2, 2, 3))
+    assert torch.equal(first, again) and not torch.equal(first, other)
+    assert not torch.equal(first, timing_inputs(module, dataclasses.replace(job, seed=6), 2)[0])
