@@ -52,11 +52,21 @@ def toward_zero(x: torch.Tensor) -> torch.Tensor:
     return torch.where(f.double().abs() > x.abs(), torch.nextafter(f, torch.zeros_like(f)), f)
 
 
-def tensor_core_gemm(a: torch.Tensor, w: torch.Tensor, promote: int, group: int = 8):
-    """The hand tf32x3 scheme with a round-toward-zero tensor-core accumulator: promote = 0
-    keeps the running sum there; promote = P adds a partial sum to it every P k blocks."""
-    ah, wh = truncated(a), truncated(w)
-    al, wl = a - ah, w - wh
+def bf16_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    hi = x.to(torch.bfloat16).float()
+    return hi, (x - hi).to(torch.bfloat16).float()
+
+
+def tensor_core_gemm(a: torch.Tensor, w: torch.Tensor, promote: int, group: int = 8,
+                     bf16: bool = False) -> torch.Tensor:  # fmt: skip
+    """The hand tf32x3 (or bf16x3) scheme with a round-toward-zero tensor-core accumulator:
+    promote = 0 keeps the running sum there; promote = P adds a partial sum to it every P k
+    blocks."""
+    if bf16:  # hi: bf16 of x, lo: bf16 of the rest; 8 x 8-bit products are exact in fp32
+        (ah, al), (wh, wl) = bf16_split(a), bf16_split(w)
+    else:
+        ah, wh = truncated(a), truncated(w)
+        al, wl = a - ah, w - wh
     acc = torch.zeros(a.shape[0], w.shape[0])
     part = acc.clone()
     for b, s in enumerate(range(0, a.shape[1], BK)):
@@ -82,13 +92,14 @@ def main() -> None:
                 worst = ((out - ref).abs() / bound).max().item()
                 what = "tf32x3 by hand" if three else "plain tf32"
                 print(f"x*{scale}+{shift}, {conv_name} tensor cores, {what}: {worst:.3f}")
-        for promote in (0, 1, 2, 4, 8, 32):
-            out = tensor_core_gemm(a, w, promote).double()
+        for bf16, promote in [(False, p) for p in (0, 1, 2, 4, 8, 32)] + [(True, 0), (True, 4)]:
+            out = tensor_core_gemm(a, w, promote, bf16=bf16).double()
             worst = ((out - ref).abs() / bound).max().item()
             where = "in the tensor core" if promote == 0 else f"promoted every {promote} blocks"
+            scheme = "bf16x3" if bf16 else "tf32x3"
             print(
-                f"x*{scale}+{shift}, round-toward-zero accumulator, running sum {where}: "
-                f"{worst:.3f}"
+                f"x*{scale}+{shift}, {scheme}, round-toward-zero accumulator, running sum "
+                f"{where}: {worst:.3f}"
             )
 
 

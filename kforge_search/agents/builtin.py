@@ -89,6 +89,23 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
     return gen.repair(base, policy)
 
 
+HAND_NOTE = (
+    "the seed with tf32x3 made by hand: the weight split into tf32 hi + lo once, three tf32 "
+    "dots per k step, their partial sum promoted to fp32 every few k blocks"
+)
+
+
+def _hand_tf32x3(plan: Plan, seed: Genome) -> Genome | None:
+    """The first tuning step of a tf32x3 seed: the same tiles with the presplit dot (no
+    per-step split of the weight, B tiles twice the shared memory: K steps of 32)."""
+    if not isinstance(seed, TritonGenome) or seed.precision != "tf32x3" or seed.x3 != "triton":
+        return None
+    if not any(presplit_capable(st) for st in plan.stages):
+        return None
+    hand = dataclasses.replace(seed, x3="presplit", block_k=min(seed.block_k, 32))
+    return gen.repair(hand, "strict")
+
+
 def genome_in_source(source: str, platform: Platform) -> Genome | None:
     """The genome a builtin draft's docstring names (its `Genome: ...` line), so a kernel
     read back from the database can be tuned further; None for other sources."""
@@ -164,6 +181,11 @@ class BuiltinAgent:
         fix = self._accuracy_fix(context)
         if fix is not None and fix[0] not in tried and len(drafts) < wanted:
             drafts.append(self._draft(context, *fix))
+        hand = _hand_tf32x3(plan, seed)
+        verified = any(p.result.ok for p in context.parents)
+        if hand is not None and verified and hand not in tried and len(drafts) < wanted:
+            base = tuple(p.draft.id for p in context.parents if p.draft.genome == seed)
+            drafts.append(self._draft(context, hand, HAND_NOTE, base[:1]))
         among = relevant_genes(plan, seed)
         for _ in range(50 * wanted):
             if len(drafts) >= wanted:

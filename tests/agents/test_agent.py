@@ -133,3 +133,19 @@ def test_a_parent_that_fails_the_unseen_sizes_is_never_mutated():
     drafts = agent.propose(Context(PROBLEM, TRITON, parents=parents, budget=6, seed=2))
     assert drafts and all(fast.id not in d.parents for d in drafts)
     assert any(seed.id in d.parents for d in drafts)
+
+
+def test_once_the_strict_seed_verifies_the_hand_tf32x3_is_tried_next():
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    (hand,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, True),)))
+    assert hand.genome.x3 == "presplit" and hand.genome.block_k <= 32
+    assert dataclasses.replace(hand.genome, x3="triton", block_k=seed.genome.block_k) == seed.genome
+    assert "_kf_tf32_pair" in hand.source and hand.parents == (seed.id,)
+    (after,) = agent.propose(
+        Context(PROBLEM, TRITON, parents=(parent(seed, True), parent(hand, True, 0.5)))
+    )
+    assert "mutant" in after.note or "crossover" in after.note
+    (loose,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
+    (mutant,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(loose, True),)))
+    assert mutant.genome.x3 == "triton"  # plain tf32: nothing to split
