@@ -25,6 +25,7 @@ class Peaks:
             "ieee": self.fp32_tflops,
             "fp32": self.fp32_tflops,
             "tf32x3": self.tf32_tflops / 3,
+            "bf16x3": self.bf16_tflops / 3,
             "tf32": self.tf32_tflops,
             "bf16": self.bf16_tflops,
         }[precision]

@@ -146,7 +146,7 @@ def test_presplit_tf32x3_passes_strict_on_the_tensor_cores(loads):
     prob = resolve_problem("level2/02_gemm_gelu_scale")
     genome = TritonGenome(block_k=32, precision="tf32x3", x3="presplit", promote=2, loads=loads)
     draft = BuiltinAgent().synthesize(prob, platform, genome, "presplit tf32x3")
-    assert "_kf_tf32_pair" in draft.source
+    assert "_kf_pair" in draft.source
     result = Evaluator(EvalConfig(policy="strict", baselines=())).evaluate_source(
         draft.source, prob, platform
     )

@@ -55,7 +55,9 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
         names -= FUSE_GENES
     if not any(tma_capable(st) for st in plan.stages):
         names -= {"loads"}
-    if genome.precision != "tf32x3" or not any(presplit_capable(st) for st in plan.stages):
+    if genome.precision == "bf16x3":  # always promoted; x3 is tf32x3's choice
+        names -= {"x3"}
+    elif genome.precision != "tf32x3" or not any(presplit_capable(st) for st in plan.stages):
         names -= X3_GENES
     elif genome.x3 != "presplit":
         names -= {"promote"}
@@ -89,21 +91,27 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
     return gen.repair(base, policy)
 
 
+def _three_dot_steps(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
+    """The first tuning steps of a tf32x3 seed, before any random mutation: the same tiles
+    with the hand-made tf32x3 dot (the weight split once; B tiles take twice the shared
+    memory: K steps of 32), then with bf16x3 (both promoted out of the tensor cores)."""
+    if not isinstance(seed, TritonGenome) or seed.precision != "tf32x3" or seed.x3 != "triton":
+        return []
+    steps = [(gen.repair(dataclasses.replace(seed, precision="bf16x3"), "strict"), BF16X3_NOTE)]
+    if any(presplit_capable(st) for st in plan.stages):
+        hand = dataclasses.replace(seed, x3="presplit", block_k=min(seed.block_k, 32))
+        steps.insert(0, (gen.repair(hand, "strict"), HAND_NOTE))
+    return steps
+
+
 HAND_NOTE = (
     "the seed with tf32x3 made by hand: the weight split into tf32 hi + lo once, three tf32 "
     "dots per k step, their partial sum promoted to fp32 every few k blocks"
 )
-
-
-def _hand_tf32x3(plan: Plan, seed: Genome) -> Genome | None:
-    """The first tuning step of a tf32x3 seed: the same tiles with the presplit dot (no
-    per-step split of the weight, B tiles twice the shared memory: K steps of 32)."""
-    if not isinstance(seed, TritonGenome) or seed.precision != "tf32x3" or seed.x3 != "triton":
-        return None
-    if not any(presplit_capable(st) for st in plan.stages):
-        return None
-    hand = dataclasses.replace(seed, x3="presplit", block_k=min(seed.block_k, 32))
-    return gen.repair(hand, "strict")
+BF16X3_NOTE = (
+    "the seed with bf16x3: each fp32 operand as bf16 hi + lo (the weight's split once), three "
+    "bf16 dots per k step, their partial sum promoted to fp32 every few k blocks"
+)
 
 
 def genome_in_source(source: str, platform: Platform) -> Genome | None:
@@ -181,11 +189,11 @@ class BuiltinAgent:
         fix = self._accuracy_fix(context)
         if fix is not None and fix[0] not in tried and len(drafts) < wanted:
             drafts.append(self._draft(context, *fix))
-        hand = _hand_tf32x3(plan, seed)
-        verified = any(p.result.ok for p in context.parents)
-        if hand is not None and verified and hand not in tried and len(drafts) < wanted:
-            base = tuple(p.draft.id for p in context.parents if p.draft.genome == seed)
-            drafts.append(self._draft(context, hand, HAND_NOTE, base[:1]))
+        if any(p.result.ok for p in context.parents):
+            base = tuple(p.draft.id for p in context.parents if p.draft.genome == seed)[:1]
+            for genome, note in _three_dot_steps(plan, seed):
+                if genome not in tried and len(drafts) < wanted:
+                    drafts.append(self._draft(context, genome, note, base))
         among = relevant_genes(plan, seed)
         for _ in range(50 * wanted):
             if len(drafts) >= wanted:

@@ -13,9 +13,14 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-PRECISIONS = ("ieee", "tf32x3", "tf32", "bf16")
+# GEMM input precisions, most accurate first. bf16x3: each fp32 operand as bf16 hi + lo, three
+# bf16 dots (lo*lo dropped, ~2^-16 per product) with the partial sum promoted like presplit's.
+PRECISIONS = ("ieee", "tf32x3", "bf16x3", "tf32", "bf16")
 # GEMM input precisions each numeric policy admits (fp32 accumulation always).
-POLICY_PRECISIONS = {"strict": ("ieee", "tf32x3"), "loose": ("ieee", "tf32x3", "tf32", "bf16")}
+POLICY_PRECISIONS = {
+    "strict": ("ieee", "tf32x3", "bf16x3"),
+    "loose": ("ieee", "tf32x3", "bf16x3", "tf32", "bf16"),
+}
 PLACEMENTS = ("fused", "second_pass")
 LOADS = ("pointer", "tma")
 # How a tf32x3 dot is made: Triton's own split of both operands in every k step, or the
@@ -48,7 +53,7 @@ class TritonGenome:
     pass_block: int = 1024  # elements per step of the second pass
     pass_warps: int = 4
     x3: str = "triton"  # tf32x3 only: X3_SPLITS
-    promote: int = 4  # x3=presplit: k blocks per tensor-core partial sum
+    promote: int = 4  # x3=presplit and bf16x3: k blocks per tensor-core partial sum
 
     def __post_init__(self) -> None:
         _pow2(self.block_m, 16, 256, "block_m")
@@ -75,9 +80,15 @@ class TritonGenome:
 
     @property
     def smem_bytes(self) -> int:
-        width = 2 if self.precision == "bf16" else 4
-        b_tiles = 2 if self.precision == "tf32x3" and self.x3 == "presplit" else 1  # hi, lo
-        return (self.block_m + b_tiles * self.block_n) * self.block_k * width * self.num_stages
+        if self.precision == "bf16":
+            per_k = (self.block_m + self.block_n) * 2
+        elif self.precision == "bf16x3":  # fp32 A, B as bf16 hi + lo (or fp32, split here)
+            per_k = self.block_m * 4 + self.block_n * 4
+        elif self.precision == "tf32x3" and self.x3 == "presplit":  # fp32 B hi + lo
+            per_k = (self.block_m + 2 * self.block_n) * 4
+        else:
+            per_k = (self.block_m + self.block_n) * 4
+        return per_k * self.block_k * self.num_stages
 
 
 @dataclass(frozen=True)
@@ -147,8 +158,10 @@ def repair(genome: Genome, policy: str) -> Genome:
     if isinstance(genome, CppGenome):
         return genome
     allowed = admissible_precisions(policy)
-    if genome.precision not in allowed:
-        genome = dataclasses.replace(genome, precision=allowed[-1])
+    if genome.precision not in allowed:  # tf32x3: the tensor-core scheme strict always takes
+        genome = dataclasses.replace(
+            genome, precision="tf32x3" if "tf32x3" in allowed else allowed[0]
+        )
     while genome.smem_bytes > SMEM_BYTES and genome.num_stages > 2:
         genome = dataclasses.replace(genome, num_stages=genome.num_stages - 1)
     while genome.smem_bytes > SMEM_BYTES and genome.block_k > 16:

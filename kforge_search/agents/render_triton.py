@@ -11,10 +11,13 @@ from kforge_search.agents.triton_kernels import (
     Kernel,
     gemm_kernel,
     pass_kernel,
+    promoted,
     uses_presplit,
     uses_tma,
 )
 from kforge_search.agents.triton_lines import Names
+
+BF16 = ("bf16", "bf16x3")  # precisions whose dots take bf16 tiles (fp32 ones in the interpreter)
 
 
 def _launch(kernel: Kernel, grid: str, head: list[str], sizes: list[str], consts: str) -> str:
@@ -42,7 +45,7 @@ class StageWriter:
     def _operands(self, head: list[str], bm: str, bn: str) -> tuple[list[str], list[str], str]:
         """(lines before the launch, its leading arguments, the TMA and PROMOTE constants) for
         a GEMM launch with tiles bm x bn: descriptors come after the operand (and workspace)
-        pointers, then the offset of B's lo part (presplit tf32x3: hi and lo side by side in N)."""
+        pointers, then the offset of B's lo part (presplit: hi and lo side by side along N)."""
         s, bk = self.s, self.genome.block_k
         pre, consts = [], ""
         if self.tma:
@@ -50,6 +53,7 @@ class StageWriter:
             head, consts = [*head, f"da{s}", f"db{s}"], f", TMA=da{s} is not None"
         if self.presplit:
             head = [*head, f"N{s} * sb{s}[2]"]
+        if promoted(self.genome):
             consts += f", PROMOTE={self.genome.promote}"
         return pre, head, consts
 
@@ -71,7 +75,7 @@ class StageWriter:
 
     def _consts(self, bm: str, bn: str, split: int = 1, dot: bool = True) -> str:
         gn = self.genome
-        bf16 = ", BF16_IN_FP32=_KF_BF16_IN_FP32" if dot and gn.precision == "bf16" else ""
+        bf16 = ", BF16_IN_FP32=_KF_BF16_IN_FP32" if dot and gn.precision in BF16 else ""
         # K slices of whole BLOCK_K steps: the K loop needs no masks
         even = f", EVEN_K=K{self.s} % {gn.block_k * split} == 0" if dot else ""
         return (
@@ -183,10 +187,10 @@ class StageWriter:
         a_batch, b_batch = (f"{a}.stride(0)", f"w{s}.stride(0)") if st.gemm.batched else ("0", "0")
         k, n = ("-1", "-2") if layout == "nk" else ("-2", "-1")
         rest.append(f"sa{s} = ({a_batch}, {a}.stride(-2), {a}.stride(-1))")
-        if self.presplit:  # hi and lo side by side along N, split once (see _kf_tf32_pair)
+        if self.presplit:  # hi and lo side by side along N, split once (see _kf_pair)
+            dim, bf16 = 0 if layout == "nk" else 1, gn.precision == "bf16x3"
             rest.append(
-                f'wp{s} = self._kf_derived("_kf_wp{s}", w{s}, '
-                f"lambda w: _kf_tf32_pair(w, {0 if layout == 'nk' else 1}))"
+                f'wp{s} = self._kf_derived("_kf_wp{s}", w{s}, lambda w: _kf_pair(w, {dim}, {bf16}))'
             )
         rest.append(f"sb{s} = ({b_batch}, {self.b}.stride({k}), {self.b}.stride({n}))")
         leaves = r.stored_before(self.plan, st)
@@ -236,6 +240,6 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         derived=any("_kf_derived" in line for line in body),
         tma=any(w.tma for w in writers),
         presplit=any(w.presplit for w in writers),
-        bf16=genome.precision == "bf16",
+        bf16=genome.precision in BF16,
         body="\n".join(body),
     )

@@ -46,8 +46,17 @@ def presplit_capable(stage: StagePlan) -> bool:
     return stage.gemm.b.startswith("self.") and not stage.gemm.batched
 
 
+def promoted(genome: TritonGenome) -> bool:
+    """Whether the K loop's dots accumulate a partial sum over `promote` k blocks, added to
+    the running sum in fp32: the three-dot schemes other than Triton's own tf32x3."""
+    return genome.precision == "bf16x3" or (
+        genome.precision == "tf32x3" and genome.x3 == "presplit"
+    )
+
+
 def uses_presplit(stage: StagePlan, genome: TritonGenome) -> bool:
-    return genome.precision == "tf32x3" and genome.x3 == "presplit" and presplit_capable(stage)
+    """Whether B comes as hi + lo made once (else a bf16x3 kernel splits B per k step)."""
+    return promoted(genome) and presplit_capable(stage)
 
 
 def uses_tma(stage: StagePlan, genome: TritonGenome, mode: str) -> bool:
@@ -94,6 +103,7 @@ def gemm_kernel(
         batched=stage.gemm.batched,
         precision=genome.precision,
         presplit=uses_presplit(stage, genome),
+        promoted=promoted(genome),
         tma=uses_tma(stage, genome, mode),
         b_kn=b_kn,
         pool=pool_vars,

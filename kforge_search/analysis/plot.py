@@ -15,7 +15,7 @@ from kforge_search.analysis.work import Work
 from kforge_search.evaluator.profile import Profile
 from kforge_search.hardware import Peaks
 
-CEILINGS = ("ieee", "tf32x3", "tf32", "bf16")
+CEILINGS = ("ieee", "tf32x3", "bf16x3", "tf32", "bf16")
 
 
 def render(

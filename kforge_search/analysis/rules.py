@@ -223,7 +223,9 @@ def analyze(
                 )
             )
     if bottleneck == "compute" and f.compute_ms:
-        faster = [p for p in ("tf32x3", "tf32", "bf16") if p in precisions and p != precision]
+        faster = [
+            p for p in ("tf32x3", "bf16x3", "tf32", "bf16") if p in precisions and p != precision
+        ]
         if faster and precision in ("", "ieee", "fp32", "tf32x3"):
             out.append(
                 Suggestion(
@@ -256,7 +258,8 @@ def analyze(
 
 
 def _peak_ratio(have: str, want: str) -> float:
-    ratio = {"ieee": 1.0, "fp32": 1.0, "": 1.0, "tf32x3": 2.5, "tf32": 7.4, "bf16": 14.8}
+    ratio = {"ieee": 1.0, "fp32": 1.0, "": 1.0, "tf32x3": 2.5, "bf16x3": 4.9, "tf32": 7.4,
+             "bf16": 14.8}  # fmt: skip
     return ratio.get(want, 1.0) / ratio.get(have, 1.0)
 
 

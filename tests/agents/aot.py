@@ -6,6 +6,7 @@ if any fails. Run it in a process where Triton is not interpreted. Argument type
 the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers (b_ptr is bf16 when the
 draft casts its weight), c<k> fp32 scalars, the rest int32; constexprs get the values the
 forward would pass for a typical size; TMA descriptors (a_desc, b_desc) the BLOCK_* tiles.
+A weight split into bf16 hi + lo (bf16x3) makes b_ptr and _kf_split's out_ptr bf16 too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
     "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
-    "POOL_W": 8,
+    "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False,
 }  # fmt: skip
 
 
@@ -33,7 +34,7 @@ def desc_type(name: str, bf16_weight: bool, b_kn: bool, consts: dict[str, Any]) 
 
 
 def arg_type(name: str, bf16_weight: bool) -> str:
-    if name == "b_ptr" and bf16_weight:
+    if name in ("b_ptr", "out_ptr") and bf16_weight:  # out_ptr: _kf_split's bf16 pair
         return "*bf16"
     if name.endswith("_ptr") or re.fullmatch(r"[tb]\d+", name):
         return "*fp32"
@@ -52,7 +53,7 @@ def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     source = Path(path).read_text()
-    bf16 = "torch.bfloat16" in source
+    bf16 = re.search(r"\.to\(torch\.bfloat16\)|_kf_pair\(w, \d, True\)", source) is not None
     results = []
     for name, fn in vars(module).items():
         if not isinstance(fn, triton.runtime.jit.JITFunction) or not name.startswith("_kf_"):
@@ -61,6 +62,8 @@ def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[
         if not any(p in CONSTEXPRS for p in params):
             continue  # a helper called from kernels
         consts = {p: constexprs.get(p, CONSTEXPRS[p]) for p in params if p in CONSTEXPRS}
+        if "BF16" in consts and "BF16" not in constexprs:
+            consts["BF16"] = bf16
         if "POOL_W" in consts and "BLOCK_N" not in constexprs:  # as the forward does: the
             consts["BLOCK_N"] = max(1, consts["BLOCK_N"] // consts["POOL_W"])  # GEMM tile stays
         shapes = {**CONSTEXPRS, **consts}
@@ -78,7 +81,9 @@ def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[
             kernel = triton.compile(src, target=GPUTarget("cuda", arch, 32))
             ptx = kernel.asm["ptx"]
             mma = "wgmma" if "wgmma" in ptx else ("mma" if "mma.sync" in ptx else "no mma")
-            results.append((name, f"ok ({mma}, {len(kernel.asm['cubin'])} bytes of cubin)"))
+            shared = kernel.metadata.shared
+            results.append((name, f"ok ({mma}, {len(kernel.asm['cubin'])} bytes of cubin, "
+                                  f"{shared} bytes of shared memory)"))  # fmt: skip
         except Exception as exc:
             results.append((name, f"FAILED {type(exc).__name__}: {str(exc)[:2000]}"))
     return results

@@ -61,7 +61,7 @@ def test_later_proposals_mutate_the_fastest_verified_parent_and_never_repeat():
     genomes = {d.genome for d in drafts}
     assert len(genomes) == 3 and seed.genome not in genomes and slow.genome not in genomes
     assert all(d.parents and seed.id in d.parents for d in drafts if "mutant" in d.note)
-    assert all(d.genome.precision in ("ieee", "tf32x3") for d in drafts)
+    assert all(d.genome.precision in ("ieee", "tf32x3", "bf16x3") for d in drafts)  # strict
 
 
 def test_an_incorrect_draft_is_retried_at_a_more_accurate_precision():
@@ -135,16 +135,18 @@ def test_a_parent_that_fails_the_unseen_sizes_is_never_mutated():
     assert any(seed.id in d.parents for d in drafts)
 
 
-def test_once_the_strict_seed_verifies_the_hand_tf32x3_is_tried_next():
+def test_once_the_strict_seed_verifies_the_three_dot_schemes_are_tried_next():
     agent = BuiltinAgent()
     (seed,) = agent.propose(Context(PROBLEM, TRITON))
     (hand,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, True),)))
     assert hand.genome.x3 == "presplit" and hand.genome.block_k <= 32
     assert dataclasses.replace(hand.genome, x3="triton", block_k=seed.genome.block_k) == seed.genome
-    assert "_kf_tf32_pair" in hand.source and hand.parents == (seed.id,)
-    (after,) = agent.propose(
-        Context(PROBLEM, TRITON, parents=(parent(seed, True), parent(hand, True, 0.5)))
-    )
+    assert "_kf_pair" in hand.source and hand.parents == (seed.id,)
+    tried = (parent(seed, True), parent(hand, True, 0.5))
+    (bf16x3,) = agent.propose(Context(PROBLEM, TRITON, parents=tried))
+    assert bf16x3.genome == dataclasses.replace(seed.genome, precision="bf16x3")
+    assert bf16x3.precision == "bf16x3" and "_kf_pair" in bf16x3.source
+    (after,) = agent.propose(Context(PROBLEM, TRITON, parents=(*tried, parent(bf16x3, True, 0.4))))
     assert "mutant" in after.note or "crossover" in after.note
     (loose,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
     (mutant,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(loose, True),)))

@@ -22,8 +22,8 @@ from kforge_search.agents.genome import (
 
 
 def test_policies_decide_the_admissible_precisions():
-    assert admissible_precisions("strict") == ("ieee", "tf32x3")
-    assert set(admissible_precisions("loose")) == {"ieee", "tf32x3", "tf32", "bf16"}
+    assert admissible_precisions("strict") == ("ieee", "tf32x3", "bf16x3")
+    assert set(admissible_precisions("loose")) == {"ieee", "tf32x3", "bf16x3", "tf32", "bf16"}
     with pytest.raises(ValueError, match="unknown policy"):
         admissible_precisions("sloppy")
 
@@ -33,7 +33,7 @@ def test_mutation_under_strict_never_picks_tf32_or_bf16():
     genome = TritonGenome()
     for _ in range(200):
         genome = mutate(genome, "strict", rng, genes=2)
-        assert genome.precision in ("ieee", "tf32x3")
+        assert genome.precision in ("ieee", "tf32x3", "bf16x3")  # three-dot or fp32 only
 
 
 def test_repair_moves_a_loose_precision_into_the_strict_set():

@@ -4,6 +4,7 @@ Hopper's tensor cores (wgmma): what the interpreter cannot check."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,12 @@ from tests.conftest import PROBLEMS, ROOT
 LEVEL2, _ = find_problems(PROBLEMS / "level2")
 
 
-def compile_for_h100(problem, policy: str, tmp_path: Path) -> str:
-    (draft,) = BuiltinAgent().propose(Context(problem, get_platform("cuda-triton"), policy))
+def compile_for_h100(problem, policy: str, tmp_path: Path, genome=None) -> str:
+    agent, platform = BuiltinAgent(), get_platform("cuda-triton")
+    if genome is None:
+        (draft,) = agent.propose(Context(problem, platform, policy))
+    else:
+        draft = agent.synthesize(problem, platform, genome, "aot")
     path = tmp_path / "candidate.py"
     path.write_text(draft.source)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -39,6 +44,23 @@ def compile_for_h100(problem, policy: str, tmp_path: Path) -> str:
 def test_kernels_compile_for_sm90_with_wgmma(tmp_path, name, policy):
     report = compile_for_h100(resolve_problem(name), policy, tmp_path)
     assert "_kf_s0_gemm: ok (wgmma" in report
+
+
+@pytest.mark.parametrize("loads", ["tma", "pointer"])
+@pytest.mark.parametrize("genes", [{"x3": "presplit", "block_k": 32}, {"precision": "bf16x3"}])
+def test_three_dot_schemes_compile_for_sm90_with_wgmma(tmp_path, genes, loads):
+    """The presplit tf32x3 and bf16x3 K loops (nested, promoted) and the weight-split
+    kernel compile for Hopper, with the GEMM on wgmma, in the shared memory it has."""
+    from kforge_search.agents import TritonGenome
+
+    genome = TritonGenome(block_m=128, block_n=128, block_k=genes.get("block_k", 64),
+                          precision=genes.get("precision", "tf32x3"), x3=genes.get("x3", "triton"),
+                          loads=loads, num_stages=3)  # fmt: skip
+    report = compile_for_h100(resolve_problem("level2/02_gemm_gelu_scale"), "strict", tmp_path,
+                              genome)  # fmt: skip
+    assert "_kf_split: ok" in report and "_kf_s0_gemm: ok (wgmma" in report, report
+    shared = [int(m) for m in re.findall(r"(\d+) bytes of shared memory", report)]
+    assert max(shared) <= 227 * 1024, report
 
 
 @pytest.mark.slow

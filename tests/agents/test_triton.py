@@ -105,6 +105,28 @@ PRESPLIT = {
                                   "bmm_inputs", "avgpool_softmax"])  # fmt: skip
 def test_presplit_tf32x3_verifies(verify, name, genome):
     draft = synthesize(SUPPORTED[name], PRESPLIT[genome])
-    assert ("_kf_tf32_pair" in draft.source) is (name != "bmm_inputs")
+    assert ("_kf_pair" in draft.source) is (name != "bmm_inputs")
     result = verify(draft.source, SUPPORTED[name])
     assert result.ok, result.message
+
+
+BF16X3 = {  # bf16x3: the weight split once (both load paths), and B split per step (bmm)
+    "tma": TritonGenome(precision="bf16x3", promote=2, loads="tma", block_k=16),
+    "pointer_kn_split": TritonGenome(precision="bf16x3", promote=1, loads="pointer", split_k=2,
+                                     block_m=16, block_n=32, block_k=16, weight_layout="kn"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("genome", sorted(BF16X3))
+@pytest.mark.parametrize("name", ["log_softmax", "mlp_hidden_residual", "matmul_param",
+                                  "bmm_inputs"])  # fmt: skip
+def test_bf16x3_verifies(verify, name, genome):
+    # Its products keep ~17 bits: within strict's 1e-4 for nn.Linear's weights, not for
+    # randn ones (matmul_param, bmm_inputs: 3e-4 at x*4+0.5). Those are checked under loose
+    # against an error well below what one bf16 dot leaves.
+    draft = synthesize(SUPPORTED[name], BF16X3[genome])
+    assert ("_kf_pair" in draft.source) is (name != "bmm_inputs")
+    randn_weights = name in ("matmul_param", "bmm_inputs")
+    result = verify(draft.source, SUPPORTED[name], "loose" if randn_weights else "strict")
+    assert result.ok, result.message
+    assert result.max_abs_err < 5e-3  # one bf16 dot: 0.036 on bmm_inputs (fails loose)
