@@ -119,7 +119,9 @@ class Search:
     ) -> Lineage:
         lineage_id = f"{problem.name}@{platform.name}#{n}"
         agent = agent if agent is not None else self.agents[n % len(self.agents)]
-        lineage = self.make_lineage(lineage_id, problem, platform, agent, self.config.policy, n)
+        # the search's seed reaches every lineage's steps (seed 0: lineage n's seed is n)
+        seed = self.config.seed * 100_003 + n
+        lineage = self.make_lineage(lineage_id, problem, platform, agent, self.config.policy, seed)
         self.agent_of[lineage_id] = agent
         lineage.start_from(self.seeds.get((problem.id, platform.name), ()))
         return lineage

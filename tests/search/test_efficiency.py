@@ -10,7 +10,7 @@ from kforge_search.agents.builtin import genome_in_source, relevant_genes, seed_
 from kforge_search.cli.app import app
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
-from kforge_search.search.efficiency import Trace, compare
+from kforge_search.search.efficiency import Trace, compare, evolutionary_trace
 
 TRITON = get_platform("cuda-triton")  # sources only: nothing here runs a kernel
 PROBLEM = resolve_problem("level2/01_gemm_bias_relu")
@@ -64,3 +64,24 @@ def test_search_efficiency_needs_a_timed_platform():
     args = ["bench", "level2/01_gemm_bias_relu", "--platform", "cpu-triton", "--sizes", "ci"]
     out = CliRunner().invoke(app, [*args, "--search-efficiency"])
     assert out.exit_code == 2 and "not meaningful" in out.output
+
+
+def test_evolutionary_trials_explore_differently():
+    """Each trial's search has its own seed: trials are samples, not one path thrice."""
+
+    def path(trial: int) -> list:
+        timed: list = []
+
+        def oracle(genome):
+            timed.append(genome)
+            return landscape(genome)
+
+        evolutionary_trace(
+            BuiltinAgent(), PROBLEM, TRITON, "loose",
+            lambda source: genome_in_source(source, TRITON), oracle, 2.0, 8, trial,
+        )  # fmt: skip
+        return timed
+
+    first = path(0)
+    assert path(0) == first  # a rerun repeats
+    assert path(1) != first and path(2) != first
