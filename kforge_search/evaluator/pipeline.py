@@ -19,6 +19,7 @@ from typing import Any
 
 from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
+from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.outcome import (
     describe_exit,
@@ -135,7 +136,14 @@ class Evaluator:
         self._references: OrderedDict[str, Reference] = OrderedDict()
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
         self._spares = Spares()
+        self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
         make_undumpable()
+
+    def _lock(self, device: str) -> DeviceLock:
+        key = device_key(device)
+        if key not in self._locks:
+            self._locks[key] = DeviceLock(key)
+        return self._locks[key]
 
     # -- children -------------------------------------------------------------------------
     def _timed_runs(self, platform: Platform) -> int:
@@ -178,6 +186,8 @@ class Evaluator:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         spares = self.config.spare_child and not prefix
+        lock = self._lock(job.device)  # candidates: shared, but exclusive while timing
+        lock.hold(exclusive=job.mode != "candidate")  # the others time (or profile) throughout
         spare = self._spares.take(job.device, env) if spares else None
         try:
             with Child(path, work, self.config.limits(), {**env, "TMPDIR": str(work)}, prefix,
@@ -186,12 +196,17 @@ class Evaluator:
                     self._spares.prepare(job.device, env)
                 yield child
         finally:
+            lock.release()
             if spares:  # other modes time on their own: their next spare starts after them
                 self._spares.prepare(job.device, env)
 
     def close(self) -> None:
-        """Ends the spare child (also ended when this process exits: its stdin closes)."""
+        """Ends the spare child (also ended when this process exits: its stdin closes) and
+        lets go of the device locks."""
         self._spares.close()
+        for lock in self._locks.values():
+            lock.close()
+        self._locks.clear()
 
     def helper_pids(self) -> list[int]:
         """The evaluator's own idle children (the spare), for leak checks."""
@@ -413,6 +428,7 @@ class Evaluator:
         """The parent's side of a candidate child, event by event, to its result:
         verify -> time (-> profile) (-> the unseen sizes' verification)."""
         policy = get_policy(self.config.policy)
+        lock = self._lock(job.device)  # held shared by _child
         correctness = base.correctness
         timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
         unseen_sizes = unseen[0].sizes if unseen else {}
@@ -451,6 +467,7 @@ class Evaluator:
                         ),
                     )
                 self._spares.wait_ready(SPARE_READY_S)  # see spare.py
+                lock.hold(exclusive=True)  # no other evaluator's work on the device
                 child.send("time")
             elif kind == "timing":
                 timing = TimingStats(**event["timing"])
@@ -480,10 +497,13 @@ class Evaluator:
                 )
                 if self.config.profile:
                     child.send("profile")
-                elif (done := after_timing(timed_ok)) is not None:
+                    continue
+                lock.hold(exclusive=False)
+                if (done := after_timing(timed_ok)) is not None:
                     return done
             elif kind == "profile":
                 assert timed_ok is not None
+                lock.hold(exclusive=False)
                 timed_ok = replace(timed_ok, profile=Profile.from_dict(event["profile"]))
                 if (done := after_timing(timed_ok)) is not None:
                     return done

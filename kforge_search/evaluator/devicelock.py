@@ -1,0 +1,79 @@
+"""Timed runs alone on their device, across evaluator processes.
+
+Several evaluators can share a device: two platforms on one CPU host (cpu-cpp and cpu-triton),
+`--workers 2` on one CPU node, or evaluator actors sharing a GPU. One candidate's build or
+verification beside another's timed runs would slow the timed kernel and bend the ranking
+the search selects on. So every evaluator takes this lock for its device: *shared* while
+its child builds and verifies, *exclusive* while the child times (and for reference,
+baseline and ncu children, which time on their own). Work goes on side by side; timing
+waits until the device is quiet and keeps it quiet.
+
+It is a writer-preferring reader-writer lock on two files (flock): a waiting writer holds
+the "intent" file, so new readers queue behind it and a timing waits at most for the work
+already running (bounded by the evaluator's own time limits). The parent process holds it,
+never a candidate's child; a process that dies releases its locks with its files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+import time
+from pathlib import Path
+
+LOCK_DIR_ENV = "KFORGE_LOCK_DIR"  # where the lock files live (default: <tmp>/kforge-locks)
+JOURNAL_ENV = "KFORGE_LOCK_JOURNAL"  # a file: each hold appended as "holder mode start end"
+
+
+def device_key(device: str) -> str:
+    """The lock's name for a torch device string: the GPU this process sees (Ray sets
+    CUDA_VISIBLE_DEVICES per actor), or the host's CPUs."""
+    if device.startswith("cuda"):
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
+        return f"cuda-{visible}-{device.partition(':')[2] or '0'}"
+    return device.replace(":", "-")
+
+
+class DeviceLock:
+    """One evaluator's hold on one device: `hold(exclusive)` waits and then holds it in that
+    mode (releasing any other mode first); `release()` lets go."""
+
+    def __init__(self, key: str, folder: Path | None = None):
+        folder = folder or Path(
+            os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "kforge-locks"
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        self.key = key
+        self._intent = os.open(folder / f"{key}.intent", os.O_RDWR | os.O_CREAT, 0o666)
+        self._device = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        self.mode = ""  # "", "shared" or "exclusive"
+        self._since = 0.0
+
+    def hold(self, exclusive: bool) -> None:
+        mode = "exclusive" if exclusive else "shared"
+        if self.mode == mode:
+            return
+        self.release()
+        fcntl.flock(self._intent, fcntl.LOCK_EX)  # behind any writer already waiting
+        try:
+            fcntl.flock(self._device, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._intent, fcntl.LOCK_UN)
+        self.mode, self._since = mode, time.time()
+
+    def release(self) -> None:
+        if not self.mode:
+            return
+        end = time.time()  # before letting go: the journal's holds never seem to overlap
+        fcntl.flock(self._device, fcntl.LOCK_UN)
+        if journal := os.environ.get(JOURNAL_ENV):
+            holder = f"{os.getpid()}:{id(self)}"
+            with open(journal, "a") as f:
+                f.write(f"{holder} {self.mode} {self._since:.6f} {end:.6f}\n")
+        self.mode = ""
+
+    def close(self) -> None:
+        self.release()
+        os.close(self._intent)
+        os.close(self._device)

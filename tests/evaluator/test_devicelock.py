@@ -1,0 +1,86 @@
+"""Timed runs alone on their device: the reader-writer lock, and two evaluators sharing one."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV, DeviceLock, device_key
+from kforge_search.platforms import get_platform
+from kforge_search.problem import resolve_problem
+from tests.conftest import EXAMPLES
+
+
+def _in_thread(lock: DeviceLock, exclusive: bool, log: list[str], name: str) -> threading.Thread:
+    def run() -> None:
+        lock.hold(exclusive)
+        log.append(name)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_work_shares_the_device_and_a_waiting_timing_goes_before_new_work(tmp_path):
+    r1, r2, r3, w = (DeviceLock("dev", tmp_path) for _ in range(4))
+    r1.hold(False)
+    r2.hold(False)  # work beside work
+    log: list[str] = []
+    writer = _in_thread(w, True, log, "timing")
+    time.sleep(0.3)
+    late = _in_thread(r3, False, log, "new work")
+    time.sleep(0.3)
+    assert log == []  # the timing waits for the work running; new work waits behind it
+    r1.release()
+    r2.release()
+    writer.join(5)
+    time.sleep(0.3)
+    assert log == ["timing"]  # alone on the device
+    w.release()
+    late.join(5)
+    assert log == ["timing", "new work"]
+    for lock in (r1, r2, r3, w):
+        lock.close()
+
+
+def test_devices_have_their_own_locks(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    assert device_key("cuda") == "cuda-3-0" != device_key("cpu")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4")
+    assert device_key("cuda") == "cuda-4-0"
+
+
+def test_two_evaluators_never_time_beside_the_others_work(tmp_path, monkeypatch):
+    journal = tmp_path / "journal"
+    monkeypatch.setenv(JOURNAL_ENV, str(journal))
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    platform = get_platform("cpu-triton")
+    results = []
+
+    def evaluate_twice() -> None:
+        evaluator = Evaluator(EvalConfig(baselines=()))
+        for _ in range(2):
+            results.append(
+                evaluator.evaluate(EXAMPLES / "triton/elementwise_chain.py", problem, platform)
+            )
+        evaluator.close()
+
+    threads = [threading.Thread(target=evaluate_twice) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert [r.status for r in results] == [Status.OK] * 4, [r.message for r in results]
+    holds = [line.split() for line in journal.read_text().splitlines()]
+    holders = {h for h, *_ in holds}
+    assert len(holders) == 2  # one lock per evaluator
+    exclusive = [(h, float(a), float(b)) for h, mode, a, b in holds if mode == "exclusive"]
+    # each evaluator: a reference child and two timings at least, and work between them
+    assert all(sum(e[0] == h for e in exclusive) >= 3 for h in holders)
+    assert {mode for _, mode, _, _ in holds} == {"shared", "exclusive"}
+    for holder, start, end in exclusive:
+        for other, mode, a, b in holds:
+            if other != holder:
+                assert float(b) <= start or float(a) >= end, (holder, start, end, other, mode)
