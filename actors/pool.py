@@ -69,6 +69,7 @@ class EvaluatorPool:
         config: EvalConfig | None = None,
         *,
         autoscaling: bool = False,
+        per_gpu: int = 1,
     ):
         self.platform = get_platform(platform) if isinstance(platform, str) else platform
         if not self.platform.runnable:
@@ -80,6 +81,7 @@ class EvaluatorPool:
             ray.cluster_resources(),
             ray.available_resources(),
             autoscaling=autoscaling,
+            per_gpu=per_gpu,
         )
         self._actors: list[ActorHandle] = [self._spawn() for _ in range(size)]
         self._idle: deque[int] = deque(range(size))

@@ -39,17 +39,20 @@ def evaluator_options(
     available: Mapping[str, float],
     *,
     autoscaling: bool = False,
+    per_gpu: int = 1,
 ) -> dict[str, Any]:
     """Ray options for each of `size` evaluator actors of `platform`.
 
-    GPU platforms: one GPU per actor plus the device kind's custom resource where the
-    cluster declares it (or always, with `autoscaling`, so the autoscaler starts such a
-    node); no CPU, so CPU pools never starve them. CPU platforms: min(1, free CPUs / size)
-    CPUs each, sized from the CPUs free now, so all `size` actors start.
+    GPU platforms: one GPU per actor (1 / `per_gpu` of one: actors sharing a GPU build and
+    verify side by side and time one at a time, evaluator/devicelock.py) plus the device
+    kind's custom resource where the cluster declares it (or always, with `autoscaling`, so
+    the autoscaler starts such a node); no CPU, so CPU pools never starve them.
+    CPU platforms: min(1, free CPUs / size) CPUs each, sized from the CPUs free now, so all
+    `size` actors start.
     `total` and `available` are `ray.cluster_resources()` and `ray.available_resources()`.
     """
-    if size < 1:
-        raise ValueError(f"size={size}: an evaluator pool needs at least one actor")
+    if size < 1 or per_gpu < 1:
+        raise ValueError(f"size={size}, per_gpu={per_gpu}: an evaluator pool needs >= 1 of each")
     demands = dict(platform.ray_resources)
     gpus = demands.pop("GPU", 0.0)
     cpus = demands.pop("CPU", 0.0)
@@ -60,11 +63,12 @@ def evaluator_options(
                 f"{total.get(name, 0.0)} for {size} actors: add nodes that provide it"
             )
     if gpus:
+        gpus = _floor(gpus / per_gpu)
         device = device_resource(platform)
         if device and (device in total or autoscaling):
             demands[device] = gpus
         have = total.get(device, 0.0) if device in total else total.get("GPU", 0.0)
-        if not autoscaling and have < gpus * size:
+        if not autoscaling and have < gpus * size - 1e-3:
             raise ResourceError(
                 f"{platform.name} needs {gpus * size:g} GPU(s) for {size} actor(s) but the "
                 f"Ray cluster has {have:g} ({device or 'GPU'}): use fewer actors, join a "

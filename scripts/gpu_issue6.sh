@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Issue 6's GPU figures in one go (items 9 and 8). From the repo root on the GPU machine:
-#   scripts/gpu_issue6.sh OUTDIR [throughput|efficiency|all]
+#   scripts/gpu_issue6.sh OUTDIR [throughput|efficiency|shared|all]
 # throughput: scripts/search_throughput.py with 1 evaluator actor, then with 2 where the
 #   machine has 2 GPUs (same problems and settings, a fresh cache each): evaluations per
 #   GPU-minute, busy fractions, best speedups, and the 2-vs-1 ratio.
+# shared: 1 evaluator actor, then 2 sharing one GPU (--per-gpu 2): GPU busy and evaluations.
 # efficiency: kforge bench --search-efficiency (evolutionary vs random genomes, budget 12,
 #   3 trials, loose) on EFF_PROBLEMS (default: 01 13 21).
 # Env: PROBLEMS (default 01 02 03 05 09 13 16 21), LINEAGES (2), GENERATIONS (2), SIZES (""),
@@ -33,6 +34,10 @@ print(f"2 evaluator actors vs 1: {ratio:.2f}x evaluations per minute "
       f"({two['evaluations']} in {two['wall_s']} s vs {one['evaluations']} in {one['wall_s']} s)")
 PY
   fi
+fi
+if [ "$what" = shared ]; then  # 2 evaluator actors sharing one GPU vs 1 (devicelock.py)
+  "$py" scripts/search_throughput.py "$out" --workers 1 "${args[@]}" | tail -30
+  "$py" scripts/search_throughput.py "$out" --workers 2 --per-gpu 2 "${args[@]}" | tail -30
 fi
 if [ "$what" = efficiency ] || [ "$what" = all ]; then
   suite=$(mktemp -d)

@@ -53,6 +53,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--per-gpu", type=int, default=1, help="evaluator actors sharing a GPU")
     ap.add_argument("--problems", nargs="+", default=list(DEFAULT))
     ap.add_argument("--lineages", type=int, default=1)
     ap.add_argument("--generations", type=int, default=2)
@@ -63,10 +64,12 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    db = out / f"search-w{args.workers}.duckdb"
-    cache = tempfile.mkdtemp(prefix=f"kforge-cache-w{args.workers}-")
+    tag = f"w{args.workers}" + (f"g{args.per_gpu}" if args.per_gpu > 1 else "")
+    db = out / f"search-{tag}.duckdb"
+    cache = tempfile.mkdtemp(prefix=f"kforge-cache-{tag}-")
     cmd = [sys.executable, "-m", "kforge_search", "search", *_problems(args.problems)]
     cmd += ["--platform", args.platform, "--workers", str(args.workers), "--db", str(db)]
+    cmd += ["--per-gpu", str(args.per_gpu)]
     cmd += ["--lineages", str(args.lineages), "--generations", str(args.generations)]
     cmd += ["--policy", args.policy, "--no-profile"]
     if args.sizes:
@@ -79,19 +82,19 @@ def main() -> int:
     sampler.start()
     started = time.time()
     env = {**os.environ, "KFORGE_CACHE_DIR": cache}
-    with open(out / f"search-w{args.workers}.log", "w") as log:
+    with open(out / f"search-{tag}.log", "w") as log:
         code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
     wall = time.time() - started
     stop.set()
     sampler.join()
-    summary = _summarize(db, wall, samples, args.workers)
+    summary = _summarize(db, wall, samples, args.workers, args.per_gpu)
     summary.update(command=" ".join(cmd[1:]), exit_code=code)
-    (out / f"throughput-w{args.workers}.json").write_text(json.dumps(summary, indent=1))
+    (out / f"throughput-{tag}.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
     return code
 
 
-def _summarize(db: Path, wall: float, samples: list, workers: int) -> dict:
+def _summarize(db: Path, wall: float, samples: list, workers: int, per_gpu: int = 1) -> dict:
     import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
@@ -122,10 +125,11 @@ def _summarize(db: Path, wall: float, samples: list, workers: int) -> dict:
         / max(1, sum(1 for s in samples if s[1] == g))
         for g in gpus
     }
-    used = gpus[:workers] if gpus else []
+    used = gpus[: -(-workers // per_gpu)] if gpus else []  # the GPUs the actors were given
     gpu_minutes = wall / 60 * max(len(used), 1)
     return {
         "workers": workers,
+        "per_gpu": per_gpu,
         "wall_s": round(wall, 1),
         "runs": [{"kind": k, "seconds": s} for _, k, s in runs],
         "evaluations": evals,

@@ -238,6 +238,14 @@ def search_cmd(
     ] = None,
     policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
     workers: Annotated[int, typer.Option(help="evaluator actors per platform")] = 1,
+    per_gpu: Annotated[
+        int,
+        typer.Option(
+            "--per-gpu",
+            help="GPU platforms: evaluator actors sharing one GPU (they build and verify "
+            "side by side and time one at a time)",
+        ),
+    ] = 1,
     db: DbOpt = DEFAULT_DB,
     sizes: Annotated[
         str | None, typer.Option("--sizes", help="a named size set of the problems (e.g. ci)")
@@ -315,6 +323,7 @@ def search_cmd(
         db=db,
         address=address,
         workers=workers,
+        per_gpu=per_gpu,
     )
 
 
@@ -334,7 +343,7 @@ class Plan:
     agents: tuple[Any, ...] = ()  # lineage n gets agents[n % len]; () = the builtin agent
 
 
-def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
+def _execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: int = 1) -> None:
     import ray
 
     from kforge_search.actors.lineage import RemoteLineage
@@ -370,7 +379,7 @@ def _execute(plan: Plan, *, db: str, address: str | None, workers: int) -> None:
         run = RunRecord("search", json.dumps(settings, default=str), _version())
         writer.add([run])
         for plat in plats:
-            pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config)
+            pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config, per_gpu=per_gpu)
             pools[plat.name].wait_ready()
         evaluate = {name: pool.evaluate_many for name, pool in pools.items()}
         if resumed is not None:

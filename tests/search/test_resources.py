@@ -61,3 +61,13 @@ def test_device_resources_and_the_writer_slot():
     assert device_resource(CPU) == ""
     assert writer_options({"CPU": 2.0}) == {"resources": {}}
     assert writer_options({"kforge_writer": 1.0}) == {"resources": {"kforge_writer": 1.0}}
+
+
+def test_gpu_actors_can_share_a_gpu():
+    laptop = {"CPU": 8.0, "GPU": 1.0}
+    assert evaluator_options(CUDA, 2, laptop, laptop, per_gpu=2)["num_gpus"] == 0.5
+    assert evaluator_options(CUDA, 3, laptop, laptop, per_gpu=3)["num_gpus"] == 0.3333
+    with pytest.raises(ResourceError, match=r"needs 1\.5 GPU"):
+        evaluator_options(CUDA, 3, laptop, laptop, per_gpu=2)
+    with pytest.raises(ValueError, match="per_gpu=0"):
+        evaluator_options(CUDA, 1, laptop, laptop, per_gpu=0)
