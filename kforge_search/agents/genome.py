@@ -57,7 +57,6 @@ class TritonGenome:
 
     def __post_init__(self) -> None:
         _pow2(self.block_m, 16, 256, "block_m")
-        _pow2(self.promote, 1, 64, "promote")
         _pow2(self.block_n, 16, 256, "block_n")
         _pow2(self.block_k, 16, 128, "block_k")
         _pow2(self.num_warps, 1, 16, "num_warps")
@@ -65,6 +64,7 @@ class TritonGenome:
         _pow2(self.fuse_limit, 16, 1024, "fuse_limit")
         _pow2(self.pass_block, 64, 8192, "pass_block")
         _pow2(self.pass_warps, 1, 16, "pass_warps")
+        _pow2(self.promote, 1, 64, "promote")
         if not 1 <= self.group_m <= 64 or not 1 <= self.num_stages <= 8:
             raise ValueError(f"group_m={self.group_m}, num_stages={self.num_stages}: 1-64, 1-8")
         if self.precision not in PRECISIONS:

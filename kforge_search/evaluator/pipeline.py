@@ -187,9 +187,9 @@ class Evaluator:
         }
         spares = self.config.spare_child and not prefix
         lock = self._lock(job.device)  # candidates: shared, but exclusive while timing
-        lock.hold(exclusive=job.mode != "candidate")  # the others time (or profile) throughout
-        spare = self._spares.take(job.device, env) if spares else None
         try:
+            lock.hold(exclusive=job.mode != "candidate")  # the others time (or profile) throughout
+            spare = self._spares.take(job.device, env) if spares else None
             with Child(path, work, self.config.limits(), {**env, "TMPDIR": str(work)}, prefix,
                        spare=spare) as child:  # fmt: skip
                 if spares and job.mode == "candidate":  # it waits for "ready" before timing
