@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import json
 import math
+import shutil
 
 import pytest
 import typer
@@ -139,6 +140,22 @@ def test_bench_command_on_cpu_triton(tmp_path):
     assert (tmp_path / "bench.csv").is_file()
     assert (tmp_path / "best" / "06_gemm_add_leaky_relu.py").is_file()
     assert "geomean speedup" in out.output
+
+
+def test_bench_jobs_run_problems_side_by_side_and_keep_the_suite_order(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    names = ["01_gemm_bias_relu", "06_gemm_add_leaky_relu", "11_gemm_max_scale"]
+    for name in names:
+        shutil.copy(PROBLEMS / "level2" / f"{name}.py", suite)
+    out = bench(tmp_path / "out", "cpu-triton", "--sizes", "ci", "--budget", "1", "--jobs", "2",
+                suite=suite)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert [row["problem"] for row in data["rows"]] == names
+    assert all(row["verified"] for row in data["rows"]) and data["meta"]["jobs"] == 2
+    refused = bench(tmp_path / "out", "cpu-cpp", "--jobs", "2", "--screen", "4", suite=suite)
+    assert refused.exit_code != 0 and "--jobs 1" in refused.output
 
 
 def test_bench_command_refuses_an_empty_suite(tmp_path):

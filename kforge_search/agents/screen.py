@@ -24,6 +24,7 @@ from kforge_search.agents import genome as gen
 from kforge_search.agents.base import Draft
 from kforge_search.agents.genome import Genome
 from kforge_search.agents.ir import Unsupported
+from kforge_search.evaluator.devicelock import holding
 from kforge_search.problem import Problem, exec_problem
 
 if TYPE_CHECKING:
@@ -56,6 +57,13 @@ def neighbourhood(
     head, rest = genomes[:1], genomes[1:]
     rng.shuffle(rest)  # when the one-gene changes alone exceed the limit, a fair share of each
     return (head + rest)[:limit]
+
+
+def _sync(device: str) -> None:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.synchronize()
 
 
 def _problem_inputs(problem: Problem, device: str) -> tuple[Any, list[Any]]:
@@ -101,7 +109,11 @@ def screen(
                 path.write_text(draft.source)
                 cls = load_candidate_class(str(path), f"kforge_screen_{i}_{id(work)}")
                 model = cls(*module.get_init_inputs()).to(device)
-                timing = timer(lambda m=model: m(*inputs), clocks, warmup, runs)
+                with holding(device, exclusive=False):  # compiled beside others' work,
+                    model(*inputs)
+                    _sync(device)
+                with holding(device, exclusive=True):  # timed alone (devicelock.py)
+                    timing = timer(lambda m=model: m(*inputs), clocks, warmup, runs)
                 results.append(Screened(genome, timing.p50_ms))
             except Exception as exc:  # a genome that fails is screened out, not fatal
                 results.append(Screened(genome, None, f"{type(exc).__name__}: {exc}"[:300]))
@@ -153,7 +165,7 @@ def time_reference(problem: Problem, platform: Platform, runs: int = 10, warmup:
     device = "cuda" if platform.device_kind == "cuda" else "cpu"
     module, inputs = _problem_inputs(problem, device)
     model = module.Model(*module.get_init_inputs()).to(device)
-    with torch.no_grad():
+    with torch.no_grad(), holding(device, exclusive=True):
         timed = METHODS[platform.timing](
             lambda: model(*inputs), capture_clocks(device), warmup, runs
         )

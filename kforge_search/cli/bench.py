@@ -4,7 +4,11 @@ against eager and torch.compile. Registered in cli/app.py as `app.command("bench
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import functools
+import queue
+import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -71,6 +75,111 @@ def _table(rows: list[Any]) -> Table:
     return table
 
 
+class _OneAtATime:
+    """The agent behind a lock: jobs in threads share it, and torch.fx's tracing patches
+    module-level state while it runs."""
+
+    def __init__(self, agent: Any):
+        self._agent, self._lock = agent, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._agent, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return call
+
+
+def _bench_problem(
+    problem: Any,
+    evaluator: Any,
+    *,
+    platform: Any,
+    policy: str,
+    budget: int,
+    agent: Any,
+    seed: int,
+    screen: int,
+    device: Any,
+) -> tuple[Any, list[Any]]:
+    """One problem's search and its bench row (and the parents it evaluated)."""
+    from kforge_search.agents.ir import Unsupported
+    from kforge_search.bench import bench_row, search_problem
+
+    def show(parent: Any, name: str = problem.name) -> None:
+        res = parent.result
+        ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
+        console.print(
+            f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s)"
+            f" [dim]{parent.draft.note[:90]}[/]",
+            highlight=False,
+        )
+
+    def show_screen(ranked: list[Any], name: str = problem.name) -> None:
+        ran = [s.p50_ms for s in ranked if s.p50_ms is not None]
+        fastest = f"fastest {min(ran):.4f} ms, slowest {max(ran):.4f} ms" if ran else ""
+        failed = len(ranked) - len(ran)
+        console.print(
+            f"  {name}: screened {len(ranked)} genomes in-process: {fastest}"
+            + (
+                f" ({failed} failed: {next(s.error for s in ranked if s.error)[:80]})"
+                if failed
+                else ""
+            ),
+            highlight=False,
+        )
+
+    started = time.monotonic()
+    parents, stop = search_problem(
+        problem, platform, policy, budget, evaluator, agent, seed,
+        on_result=show, screen=screen, on_screen=show_screen,
+    )  # fmt: skip
+    plan = agent.plan(problem)  # traced once, by the agent (cached there)
+    work = None if isinstance(plan, Unsupported) else plan.graph.work
+    best = next((p for p in parents if p.result.ok), None)
+    baselines = best.result.baselines if best else ()
+    if not baselines and not stop:
+        ref = evaluator.reference(problem, platform)
+        baselines = evaluator.baselines(problem, platform, ref)
+    name = device() or next((p.result.device_name for p in parents), "")
+    row = bench_row(problem, parents, stop, work, _peaks(platform, name), baselines)
+    return dataclasses.replace(row, seconds=round(time.monotonic() - started, 1)), parents
+
+
+def _in_parallel(problems: list[Any], run: Any, first: Any, jobs: int, finished: Any) -> None:
+    """Problems in `jobs` threads, each with its own evaluator (the first one given). Each
+    evaluator's children build and verify side by side; its timed runs hold the device alone
+    (evaluator/devicelock.py), so the figures are those of a run alone."""
+    from kforge_search.evaluator import Evaluator
+
+    idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    evaluators = [first] + [Evaluator(first.config) for _ in range(jobs - 1)]
+    for evaluator in evaluators:
+        idle.put(evaluator)
+    lock = threading.Lock()
+
+    def one(problem: Any) -> None:
+        evaluator = idle.get()
+        try:
+            row, parents = run(problem, evaluator)
+        finally:
+            idle.put(evaluator)
+        with lock:
+            finished(row, parents)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(jobs, thread_name_prefix="bench") as pool:
+            for future in [pool.submit(one, p) for p in problems]:
+                future.result()
+    finally:
+        for evaluator in evaluators[1:]:
+            evaluator.close()
+
+
 def bench_cmd(
     suite: Annotated[str, typer.Argument(help="a problem file or directory, or a bundled suite")],
     platform: Annotated[str, typer.Option("--platform", help="see `kforge platforms`")],
@@ -108,16 +217,20 @@ def bench_cmd(
         ),
     ] = False,
     trials: Annotated[int, typer.Option(help="--search-efficiency: trials per strategy")] = 3,
+    jobs: Annotated[
+        int,
+        typer.Option(
+            help="problems benched at once, each with its own evaluator: builds, verification "
+            "and torch.compile go side by side, timed runs still hold the device alone"
+        ),
+    ] = 1,
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
     from kforge_search.agents import BuiltinAgent
-    from kforge_search.agents.ir import Unsupported
     from kforge_search.bench import (
         BenchError,
-        bench_row,
         best_parent,
         load_rows,
-        search_problem,
         summarize,
         write_outputs,
     )
@@ -126,6 +239,10 @@ def bench_cmd(
 
     if budget < 1:
         fail(f"--budget {budget}: needs at least 1 evaluation per problem")
+    if jobs < 1:
+        fail(f"--jobs {jobs}: needs at least 1")
+    if jobs > 1 and screen:
+        fail("--screen times genomes in this process: use it with --jobs 1")
     if screen < 0:
         fail(f"--screen {screen}: needs 0 (off) or more genomes")
     plat = platform_or_fail(platform)
@@ -147,8 +264,12 @@ def bench_cmd(
 
         run_efficiency(problems, plat, policy, budget, trials, out)
         return
-    agent = BuiltinAgent()
-    rows, device, started = [], "", time.monotonic()
+    agent = BuiltinAgent() if jobs == 1 else _OneAtATime(BuiltinAgent())
+    rows: list[Any] = [done[p.name] for p in problems if p.name in done]
+    device, started = "", time.monotonic()
+    order = {p.name: i for i, p in enumerate(problems)}
+    for row in rows:
+        console.print(f"[dim]{row.problem}: kept from the earlier run[/]", highlight=False)
 
     def save(rows: list[Any], complete: bool) -> tuple[Any, Path, Path]:
         meta = {
@@ -157,77 +278,41 @@ def bench_cmd(
             "policy": policy,
             "budget": budget,
             "screen": screen,
+            "jobs": jobs,
             "sizes": sizes or "default",
             "device": device,
             "seconds": round(time.monotonic() - started, 1),
             "complete": complete,
             "resumed": sorted(done),
         }
+        rows = sorted(rows, key=lambda r: order.get(r.problem, len(order)))
         summary = summarize(rows)
         return (summary, *write_outputs(rows, summary, Path(out), meta))
 
-    best_dir = Path(out) / "best"
-    for i, problem in enumerate(problems, 1):
-        if problem.name in done:
-            rows.append(done[problem.name])
-            console.print(f"[dim]{problem.name}: kept from the earlier run[/]", highlight=False)
-            continue
-
-        def show(parent: Any, name: str = problem.name) -> None:
-            res = parent.result
-            ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
-            console.print(
-                f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s)"
-                f" [dim]{parent.draft.note[:90]}[/]",
-                highlight=False,
-            )
-
-        def show_screen(ranked: list[Any], name: str = problem.name) -> None:
-            ran = [s.p50_ms for s in ranked if s.p50_ms is not None]
-            fastest = f"fastest {min(ran):.4f} ms, slowest {max(ran):.4f} ms" if ran else ""
-            failed = len(ranked) - len(ran)
-            console.print(
-                f"  {name}: screened {len(ranked)} genomes in-process: {fastest}"
-                + (
-                    f" ({failed} failed: {next(s.error for s in ranked if s.error)[:80]})"
-                    if failed
-                    else ""
-                ),
-                highlight=False,
-            )
-
-        problem_started = time.monotonic()
-        with console.status(f"[{i}/{len(problems)}] {problem.name} ...", spinner="dots"):
-            parents, stop = search_problem(
-                problem,
-                plat,
-                policy,
-                budget,
-                evaluator,
-                agent,
-                seed,
-                on_result=show,
-                screen=screen,
-                on_screen=show_screen,
-            )
-            plan = agent.plan(problem)  # traced once, by the agent (cached there)
-            work = None if isinstance(plan, Unsupported) else plan.graph.work
-            best = next((p for p in parents if p.result.ok), None)
-            baselines = best.result.baselines if best else ()
-            if not baselines and not stop:
-                ref = evaluator.reference(problem, plat)
-                baselines = evaluator.baselines(problem, plat, ref)
-            device = device or next((p.result.device_name for p in parents), "")
-            row = bench_row(problem, parents, stop, work, _peaks(plat, device), baselines)
-            row = dataclasses.replace(row, seconds=round(time.monotonic() - problem_started, 1))
+    def finished(row: Any, parents: list[Any]) -> None:
+        nonlocal device
+        device = device or next((p.result.device_name for p in parents), "")
         rows.append(row)
         if row.verified:
             chosen = best_parent(parents)
             assert chosen is not None
+            best_dir = Path(out) / "best"
             best_dir.mkdir(parents=True, exist_ok=True)
-            (best_dir / f"{problem.name.replace('/', '__')}.py").write_text(chosen.draft.source)
+            (best_dir / f"{row.problem.replace('/', '__')}.py").write_text(chosen.draft.source)
         console.print(_table([row]), highlight=False)
         save(rows, complete=False)  # after every problem: a run cut short keeps its rows
+
+    todo = [p for p in problems if p.name not in done]
+    run = functools.partial(
+        _bench_problem, platform=plat, policy=policy, budget=budget, agent=agent, seed=seed,
+        screen=screen, device=lambda: device,
+    )  # fmt: skip
+    if jobs == 1:
+        for i, problem in enumerate(todo, 1):
+            with console.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
+                finished(*run(problem, evaluator))
+    else:
+        _in_parallel(todo, run, evaluator, jobs, finished)
     summary, json_path, csv_path = save(rows, complete=True)
     console.print(_table(rows))
     console.print(

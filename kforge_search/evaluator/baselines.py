@@ -5,6 +5,7 @@ The cache key is (problem id, sizes, platform, device name, torch version, timin
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -36,10 +37,12 @@ class BaselineCache:
         return Baseline(kind, entry["ok"], timing, entry.get("error", ""), cached=True)
 
     def put(self, key: str, baseline: Baseline) -> None:
-        data = self._load()
-        data.setdefault(key, {})[baseline.kind] = asdict(replace(baseline, cached=False))
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, self.path)  # atomic: concurrent writers never corrupt the file
+        with open(self.path.with_suffix(".lock"), "a") as lock:  # writers in turn: none
+            fcntl.flock(lock, fcntl.LOCK_EX)  # loses another's entry between load and write
+            data = self._load()
+            data.setdefault(key, {})[baseline.kind] = asdict(replace(baseline, cached=False))
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1)
+            os.replace(tmp, self.path)  # atomic: readers never see a half-written file

@@ -4,9 +4,11 @@ Several evaluators can share a device: two platforms on one CPU host (cpu-cpp an
 `--workers 2` on one CPU node, or evaluator actors sharing a GPU. One candidate's build or
 verification beside another's timed runs would slow the timed kernel and bend the ranking
 the search selects on. So every evaluator takes this lock for its device: *shared* while
-its child builds and verifies, *exclusive* while the child times (and for reference,
-baseline and ncu children, which time on their own). Work goes on side by side; timing
-waits until the device is quiet and keeps it quiet.
+its child builds and verifies, *exclusive* while the child times. The reference child
+(which times nothing) holds it shared; a baseline child compiles and warms up under a shared
+hold and times each baseline under an exclusive one; an ncu child holds it exclusively
+throughout. Work goes on side by side; timing waits until the device is quiet and keeps it
+quiet.
 
 It is a writer-preferring reader-writer lock on two files (flock): a waiting writer holds
 the "intent" file, so new readers queue behind it and a timing waits at most for the work
@@ -16,10 +18,12 @@ never a candidate's child; a process that dies releases its locks with its files
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_DIR_ENV = "KFORGE_LOCK_DIR"  # where the lock files live (default: <tmp>/kforge-locks)
@@ -77,3 +81,16 @@ class DeviceLock:
         self.release()
         os.close(self._intent)
         os.close(self._device)
+
+
+@contextlib.contextmanager
+def holding(device: str, exclusive: bool) -> Iterator[DeviceLock]:
+    """This process's own hold on a torch device's lock, for work done in-process (the
+    bench's screening times genomes here, not in an evaluator's child). Not inside an
+    evaluation of this process: its evaluator holds the same lock through another file."""
+    lock = DeviceLock(device_key(device))
+    try:
+        lock.hold(exclusive)
+        yield lock
+    finally:
+        lock.close()

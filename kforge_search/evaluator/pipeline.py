@@ -186,9 +186,9 @@ class Evaluator:
             "PYTHONDONTWRITEBYTECODE": "1",
         }
         spares = self.config.spare_child and not prefix
-        lock = self._lock(job.device)  # candidates: shared, but exclusive while timing
+        lock = self._lock(job.device)  # shared, but exclusive while timing (devicelock.py)
         try:
-            lock.hold(exclusive=job.mode != "candidate")  # the others time (or profile) throughout
+            lock.hold(exclusive=job.mode == "ncu")  # ncu's replays are timed throughout
             spare = self._spares.take(job.device, env) if spares else None
             with Child(path, work, self.config.limits(), {**env, "TMPDIR": str(work)}, prefix,
                        spare=spare) as child:  # fmt: skip
@@ -284,9 +284,15 @@ class Evaluator:
         job = self._job("baseline", problem, platform, work, baseline_kinds=kinds)
         done: list[Baseline] = []
         try:
+            lock = self._lock(job.device)  # held shared by _child
             with self._child(job, work, platform) as child:
                 while (event := child.next_event()) is not None:
-                    if event["type"] == "baseline":
+                    if event["type"] == "warm":  # compiled and warmed up: time it alone
+                        self._spares.wait_ready(SPARE_READY_S)
+                        lock.hold(exclusive=True)
+                        child.send("time")
+                    elif event["type"] == "baseline":
+                        lock.hold(exclusive=False)
                         timing = TimingStats(**event["timing"]) if event.get("timing") else None
                         done.append(
                             Baseline(event["kind"], event["ok"], timing, event.get("error", ""))

@@ -541,6 +541,12 @@ def run_baselines(job: Job, channel: Channel) -> None:
         model = build_model(module.Model, module, job)
         fn = torch.compile(model) if kind == "compile" else model
         try:
+            with torch.no_grad():  # compiled and warmed up before the parent's exclusive hold
+                fn(*timing_inputs(module, job, 0))
+            synchronize(job.device)
+            channel.send("warm", kind=kind)
+            if sys.stdin.readline().strip() != "time":
+                return
             stats, _ = time_model(fn, module, job, clocks, with_prints=False)
         except Exception as exc:
             channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
