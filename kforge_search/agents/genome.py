@@ -162,6 +162,8 @@ def repair(genome: Genome, policy: str) -> Genome:
         genome = dataclasses.replace(
             genome, precision="tf32x3" if "tf32x3" in allowed else allowed[0]
         )
+    if genome.precision == "ieee" and genome.loads == "tma":  # H100, 09_gemm_sum: TMA tiles
+        genome = dataclasses.replace(genome, loads="pointer")  # into an FMA dot ran 33x slower
     while genome.smem_bytes > SMEM_BYTES and genome.num_stages > 2:
         genome = dataclasses.replace(genome, num_stages=genome.num_stages - 1)
     while genome.smem_bytes > SMEM_BYTES and genome.block_k > 16:
@@ -196,7 +198,9 @@ def more_accurate(genome: Genome, policy: str) -> Genome | None:
         return None
     order = [p for p in reversed(PRECISIONS) if p in admissible_precisions(policy)]
     at = order.index(genome.precision) if genome.precision in order else len(order) - 1
-    return None if at + 1 >= len(order) else dataclasses.replace(genome, precision=order[at + 1])
+    if at + 1 >= len(order):
+        return None
+    return repair(dataclasses.replace(genome, precision=order[at + 1]), policy)
 
 
 def crossover(a: Genome, b: Genome, policy: str, rng: random.Random) -> Genome:

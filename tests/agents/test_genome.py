@@ -96,6 +96,15 @@ def test_more_accurate_steps_up_within_the_policy():
     assert more_accurate(CppGenome(), "strict") is None
 
 
+def test_an_ieee_dot_loads_its_tiles_with_pointers():
+    tma = TritonGenome(precision="ieee", loads="tma")
+    assert gen.repair(tma, "strict").loads == "pointer"  # TMA + FMA dot: 191 vs 5.8 ms, H100
+    assert gen.more_accurate(dataclasses.replace(tma, precision="tf32x3"), "strict") == (
+        dataclasses.replace(tma, loads="pointer")
+    )
+    assert gen.repair(TritonGenome(precision="tf32x3", loads="tma"), "strict").loads == "tma"
+
+
 def test_mutate_among_keeps_the_other_genes():
     rng = random.Random(0)
     base = TritonGenome()
