@@ -42,3 +42,26 @@ def test_wheel_contents(tmp_path):
         check=True,
     )
     assert int(out.stdout) >= 35
+
+
+def test_a_source_checkout_runs_without_installing(tmp_path):
+    """PYTHONPATH=<clone> (the GPU machines' way) finds the packages that install inside
+    kforge_search from the checkout's top level; -S leaves out site-packages, where an
+    editable install would otherwise answer for them."""
+    code = (
+        "import kforge_search.store as s, kforge_search.actors as a, kforge_search.prompts as p;"
+        "print(s.__file__, a.__file__, p.__file__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        env={"PYTHONPATH": str(ROOT)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.split() == [
+        str(ROOT / "store" / "__init__.py"),
+        str(ROOT / "actors" / "__init__.py"),
+        str(ROOT / "prompts" / "__init__.py"),
+    ]

@@ -145,7 +145,10 @@ def test_once_the_strict_seed_verifies_the_three_dot_schemes_are_tried_next():
     tried = (parent(seed, True), parent(hand, True, 0.5))
     (bf16x3,) = agent.propose(Context(PROBLEM, TRITON, parents=tried))
     assert bf16x3.genome == dataclasses.replace(  # the H100's faster bf16x3 pipeline (64-row
-        seed.genome, precision="bf16x3", num_stages=2, promote=8  # seed tiles keep their width)
+        seed.genome,
+        precision="bf16x3",
+        num_stages=2,
+        promote=8,  # seed tiles keep their width)
     )
     assert bf16x3.precision == "bf16x3" and "_kf_pair" in bf16x3.source
     (after,) = agent.propose(Context(PROBLEM, TRITON, parents=(*tried, parent(bf16x3, True, 0.4))))
