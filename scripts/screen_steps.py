@@ -15,7 +15,8 @@ from kforge_search.agents.screen import screen
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 
-IEEE = [  # block_m, block_n, block_k, num_warps, num_stages
+GENES = ("block_m", "block_n", "block_k", "num_warps", "num_stages")
+IEEE = [  # values of GENES
     (128, 128, 64, 8, 3), (128, 128, 32, 8, 3), (128, 128, 16, 8, 3), (128, 64, 32, 4, 3),
     (64, 128, 32, 4, 3), (64, 64, 32, 4, 3), (64, 64, 64, 4, 2), (32, 64, 32, 4, 3),
 ]  # fmt: skip
@@ -45,16 +46,9 @@ def main() -> None:
         if kind == "ieee":
             genomes = [
                 dataclasses.replace(
-                    seed,
-                    precision="ieee",
-                    block_m=bm,
-                    block_n=bn,
-                    block_k=bk,
-                    num_warps=w,
-                    num_stages=s,
-                    loads=loads,
+                    seed, precision="ieee", loads=loads, **dict(zip(GENES, tiles, strict=True))
                 )
-                for bm, bn, bk, w, s in IEEE
+                for tiles in IEEE
                 for loads in ("tma", "pointer")
             ]
         else:
