@@ -144,12 +144,7 @@ def test_once_the_strict_seed_verifies_the_three_dot_schemes_are_tried_next():
     assert "_kf_pair" in hand.source and hand.parents == (seed.id,)
     tried = (parent(seed, True), parent(hand, True, 0.5))
     (bf16x3,) = agent.propose(Context(PROBLEM, TRITON, parents=tried))
-    assert bf16x3.genome == dataclasses.replace(  # the H100's faster bf16x3 pipeline (64-row
-        seed.genome,
-        precision="bf16x3",
-        num_stages=2,
-        promote=8,  # seed tiles keep their width)
-    )
+    assert bf16x3.genome == dataclasses.replace(seed.genome, precision="bf16x3")  # 64-row tiles
     assert bf16x3.precision == "bf16x3" and "_kf_pair" in bf16x3.source
     (after,) = agent.propose(Context(PROBLEM, TRITON, parents=(*tried, parent(bf16x3, True, 0.4))))
     assert "mutant" in after.note or "crossover" in after.note
@@ -160,7 +155,8 @@ def test_once_the_strict_seed_verifies_the_three_dot_schemes_are_tried_next():
 
 def test_the_bf16x3_step_widens_full_size_tiles():
     """At the problems' own sizes (128x128 seed tiles) bf16x3 takes 128x256 tiles, 2 stages
-    and a partial sum over 8 k blocks: 0.75 ms against 0.91 ms on the H100."""
+    and a partial sum over 8 k blocks (0.75 ms against 0.91 ms on the H100), except where
+    the tile is pooled along features (slower there)."""
     from kforge_search.agents import genome as gen
     from kforge_search.agents.builtin import _three_dot_steps
 
@@ -171,3 +167,8 @@ def test_the_bf16x3_step_widens_full_size_tiles():
     assert (seed.block_m, seed.block_n) == (128, 128)
     assert (bf16x3.block_m, bf16x3.block_n, bf16x3.num_stages, bf16x3.promote) == (128, 256, 2, 8)
     assert bf16x3.smem_bytes <= gen.SMEM_BYTES
+    pooled = resolve_problem("level2/15_gemm_avgpool_gelu")  # whole-window tiles: kept
+    plan = BuiltinAgent().plan(pooled)
+    seed = seed_genome(plan, get_platform("cuda-triton"), "strict")
+    bf16x3 = next(g for g, _ in _three_dot_steps(plan, seed) if g.precision == "bf16x3")
+    assert bf16x3 == dataclasses.replace(seed, precision="bf16x3")
