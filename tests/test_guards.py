@@ -54,6 +54,19 @@ def test_integrity_finds_a_rebound_clock(monkeypatch):
     assert {"time.perf_counter", "kforge_search.evaluator.timing.stats"} <= set(integrity.changed())
 
 
+def test_integrity_finds_rebound_input_drawing(monkeypatch):
+    """A candidate that draws the verification inputs itself could cache their outputs."""
+    from kforge_search.evaluator import inputs
+
+    integrity = guards.Integrity(guards.harness_targets())
+    monkeypatch.setattr(inputs, "make_inputs", lambda *a: [])
+    monkeypatch.setattr(inputs, "timing_inputs", lambda *a: [])
+    assert {
+        "kforge_search.evaluator.inputs.make_inputs",
+        "kforge_search.evaluator.inputs.timing_inputs",
+    } <= set(integrity.changed())
+
+
 def test_launch_counter_counts_extension_calls():
     class Ext:
         def kernel(self, x):

@@ -7,11 +7,9 @@ memory and output limits, compares outputs, and kills this process when it must.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
 import os
-import random
 import resource
 import sys
 import time
@@ -21,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import guards, profile
+from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.phases import profiled
@@ -54,62 +53,6 @@ class CandidateFailure(Exception):
 
 def rejected(reason: str, message: str) -> CandidateFailure:
     return CandidateFailure("REJECTED", f"{message} [{reason}]", reasons=[reason])
-
-
-def seed_everything(seed: int) -> None:
-    import torch
-
-    random.seed(seed)
-    torch.manual_seed(seed)
-    try:
-        import numpy
-
-        numpy.random.seed(seed % 2**32)
-    except ImportError:
-        pass
-
-
-def to_device(value: Any, device: str) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, list | tuple):
-        return type(value)(to_device(v, device) for v in value)
-    return value
-
-
-def second_distribution(value: Any) -> Any:
-    """Inputs from another distribution (scaled and shifted floats): constant or degenerate
-    outputs that pass on one distribution fail here."""
-    import torch
-
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value * 4.0 + 0.5
-    return value
-
-
-def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
-    seed_everything(job.trial_seed(trial))
-    inputs = list(module.get_inputs())
-    if trial >= job.trials:
-        inputs = [second_distribution(x) for x in inputs]
-    return list(to_device(inputs, job.device))
-
-
-def timing_inputs(module: Any, job: Job, run: int) -> list[Any]:
-    """Fresh inputs for a timed run. On an accelerator the problem's get_inputs() runs with
-    the device as torch's default, so its factory calls (torch.randn, ...) draw there: fresh
-    inputs come before every timed run, and a 1024x8192 randn on the CPU plus its copy took
-    ~60 ms each, 3 s of a 10 s evaluation on the H100. Reference, baselines and candidates
-    all draw the same way, so the timed outputs' fingerprints still match."""
-    import torch
-
-    seed_everything(job.timing_seed(run))
-    on_device = torch.device(job.device) if job.device != "cpu" else contextlib.nullcontext()
-    with on_device:
-        inputs = list(module.get_inputs())
-    return list(to_device(inputs, job.device))
 
 
 def synchronize(device: str) -> None:
@@ -175,7 +118,7 @@ def fingerprint(outputs: list[Any], seed: int) -> list[dict[str, Any]]:
 
 
 def build_model(cls: type, module: Any, job: Job) -> Any:
-    seed_everything(job.seed)
+    job_inputs.seed_everything(job.seed)
     init_inputs = module.get_init_inputs()
     return cls(*init_inputs).to(job.device)
 
@@ -341,7 +284,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
     channel.stage("verify")
     trials = []
     for trial in range(job.total_trials):
-        outputs = guarded.forward(make_inputs(module, job, trial), trial)
+        outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
         trials.append([t.detach().to("cpu").clone() for t in outputs])
     guarded.check_harness()
     torch.save(trials, job.outputs_path)
@@ -391,7 +334,7 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
     guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world)
     trials = []
     for trial in range(job.total_trials):
-        outputs = guarded.forward(make_inputs(module, job, trial), trial)
+        outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
         trials.append([t.detach().to("cpu").clone() for t in outputs])
     guarded.check_harness()
     guarded.check_world()
@@ -403,7 +346,7 @@ def profile_model(guarded: Guarded, module: Any, job: Job) -> Any:
     """The profile stage (evaluator/profile.py) over the guarded model, on timing inputs."""
     import torch
 
-    inputs = timing_inputs(module, job, 0)
+    inputs = job_inputs.timing_inputs(module, job, 0)
 
     def call() -> None:
         with torch.no_grad():
@@ -433,7 +376,7 @@ def run_ncu(job: Job, channel: Channel) -> None:
     module = exec_problem(job.problem)
     channel.stage("build")
     guarded = load_guarded(job, module)
-    inputs = timing_inputs(module, job, 0)
+    inputs = job_inputs.timing_inputs(module, job, 0)
     channel.stage("profile")
     with torch.no_grad():
         for _ in range(2):
@@ -454,12 +397,12 @@ def time_model(
     the outputs of every timed run are fingerprinted for the parent to check."""
     import torch
 
-    buffers = timing_inputs(module, job, 0)
+    buffers = job_inputs.timing_inputs(module, job, 0)
     last: list[Any] = [None]
     prints: list[Any] = []
 
     def refresh(run: int) -> None:
-        for buffer, fresh in zip(buffers, timing_inputs(module, job, run), strict=True):
+        for buffer, fresh in zip(buffers, job_inputs.timing_inputs(module, job, run), strict=True):
             if isinstance(buffer, torch.Tensor):
                 buffer.copy_(fresh)
 
@@ -494,11 +437,11 @@ def run_reference(job: Job, channel: Channel) -> None:
         return list(out) if isinstance(out, list | tuple) else [out]
 
     trials = [
-        [t.detach().to("cpu").clone() for t in forward(make_inputs(module, job, i))]
+        [t.detach().to("cpu").clone() for t in forward(job_inputs.make_inputs(module, job, i))]
         for i in range(job.total_trials)
     ]
     model = build_model(module.Model, module, job)
-    again = forward(make_inputs(module, job, 0))
+    again = forward(job_inputs.make_inputs(module, job, 0))
     for first, second in zip(trials[0], again, strict=False):
         if not torch.allclose(first, second.to("cpu"), rtol=1e-5, atol=1e-6, equal_nan=True):
             raise CandidateFailure(
@@ -509,7 +452,7 @@ def run_reference(job: Job, channel: Channel) -> None:
             )
     warnings = degeneracy_warnings(trials)
     prints = [
-        fingerprint(forward(timing_inputs(module, job, run)), job.timing_seed(run))
+        fingerprint(forward(job_inputs.timing_inputs(module, job, run)), job.timing_seed(run))
         for run in range(job.timed_runs)
     ]
     torch.save(trials, job.outputs_path)
@@ -542,7 +485,7 @@ def run_baselines(job: Job, channel: Channel) -> None:
         fn = torch.compile(model) if kind == "compile" else model
         try:
             with torch.no_grad():  # compiled and warmed up before the parent's exclusive hold
-                fn(*timing_inputs(module, job, 0))
+                fn(*job_inputs.timing_inputs(module, job, 0))
             synchronize(job.device)
             channel.send("warm", kind=kind)
             if sys.stdin.readline().strip() != "time":

@@ -7,8 +7,8 @@ import types
 
 import torch
 
+from kforge_search.evaluator.inputs import timing_inputs
 from kforge_search.evaluator.job import Job
-from kforge_search.evaluator.worker import timing_inputs
 from kforge_search.problem import resolve_problem
 
 
