@@ -59,13 +59,6 @@ def neighbourhood(
     return (head + rest)[:limit]
 
 
-def _sync(device: str) -> None:
-    import torch
-
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
 def _problem_inputs(problem: Problem, device: str) -> tuple[Any, list[Any]]:
     """The problem's module and its inputs (seed 0) on the device."""
     import torch
@@ -89,6 +82,7 @@ def screen(
 
     from kforge_search.evaluator.build import cache_cpp_builds, load_candidate_class
     from kforge_search.evaluator.timing import METHODS, capture_clocks
+    from kforge_search.evaluator.worker import synchronize
     from kforge_search.paths import cache_dir
 
     if not platform.timing_meaningful:
@@ -111,7 +105,7 @@ def screen(
                 model = cls(*module.get_init_inputs()).to(device)
                 with holding(device, exclusive=False):  # compiled beside others' work,
                     model(*inputs)
-                    _sync(device)
+                    synchronize(device)
                 with holding(device, exclusive=True):  # timed alone (devicelock.py)
                     timing = timer(lambda m=model: m(*inputs), clocks, warmup, runs)
                 results.append(Screened(genome, timing.p50_ms))

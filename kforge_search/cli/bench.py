@@ -104,7 +104,6 @@ def _bench_problem(
     agent: Any,
     seed: int,
     screen: int,
-    device: Any,
 ) -> tuple[Any, list[Any]]:
     """One problem's search and its bench row (and the parents it evaluated)."""
     from kforge_search.agents.ir import Unsupported
@@ -145,7 +144,7 @@ def _bench_problem(
     if not baselines and not stop:
         ref = evaluator.reference(problem, platform)
         baselines = evaluator.baselines(problem, platform, ref)
-    name = device() or next((p.result.device_name for p in parents), "")
+    name = next((p.result.device_name for p in parents), "")
     row = bench_row(problem, parents, stop, work, _peaks(platform, name), baselines)
     return dataclasses.replace(row, seconds=round(time.monotonic() - started, 1)), parents
 
@@ -305,7 +304,7 @@ def bench_cmd(
     todo = [p for p in problems if p.name not in done]
     run = functools.partial(
         _bench_problem, platform=plat, policy=policy, budget=budget, agent=agent, seed=seed,
-        screen=screen, device=lambda: device,
+        screen=screen,
     )  # fmt: skip
     if jobs == 1:
         for i, problem in enumerate(todo, 1):

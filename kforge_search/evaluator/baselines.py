@@ -38,8 +38,9 @@ class BaselineCache:
 
     def put(self, key: str, baseline: Baseline) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a") as lock:  # writers in turn: none
-            fcntl.flock(lock, fcntl.LOCK_EX)  # loses another's entry between load and write
+        # writers take turns, so none loses another's entry between its load and its write
+        with open(self.path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
             data = self._load()
             data.setdefault(key, {})[baseline.kind] = asdict(replace(baseline, cached=False))
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
