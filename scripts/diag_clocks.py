@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from kforge_search.agents.builtin import BuiltinAgent, seed_genome
+from kforge_search.agents.builtin.agent import BuiltinAgent, seed_genome
 from kforge_search.evaluator.build import load_candidate_class
 from kforge_search.evaluator.timing import capture_clocks
 from kforge_search.platforms import get_platform

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import torch
 
-from kforge_search.agents.builtin import BuiltinAgent, seed_genome
-from kforge_search.agents.screen import screen
+from kforge_search.agents.builtin.agent import BuiltinAgent, seed_genome
+from kforge_search.agents.builtin.screen import screen
 from kforge_search.evaluator.build import load_candidate_class
 from kforge_search.evaluator.pipeline import EvalConfig, Evaluator
 from kforge_search.evaluator.timing import capture_clocks, time_cuda_events

@@ -41,8 +41,8 @@ def main() -> int:
         profiles.mkdir(exist_ok=True)
         os.environ["KFORGE_PROFILE_WORKER"] = str(profiles)
 
-    from kforge_search.agents import BuiltinAgent
     from kforge_search.agents.base import Context
+    from kforge_search.agents.builtin import BuiltinAgent
     from kforge_search.evaluator import EvalConfig, Evaluator
     from kforge_search.platforms import get_platform
     from kforge_search.problem import resolve_problem

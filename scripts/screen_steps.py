@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from kforge_search.agents import genome as gen
-from kforge_search.agents.builtin import BuiltinAgent, _three_dot_steps, seed_genome
-from kforge_search.agents.screen import screen
+from kforge_search.agents.builtin import genome as gen
+from kforge_search.agents.builtin.agent import BuiltinAgent, _three_dot_steps, seed_genome
+from kforge_search.agents.builtin.screen import screen
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 

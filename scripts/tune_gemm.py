@@ -18,9 +18,9 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
-from kforge_search.agents import genome as gen
-from kforge_search.agents.builtin import BuiltinAgent, seed_genome
-from kforge_search.agents.screen import screen
+from kforge_search.agents.builtin import genome as gen
+from kforge_search.agents.builtin.agent import BuiltinAgent, seed_genome
+from kforge_search.agents.builtin.screen import screen
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 

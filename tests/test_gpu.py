@@ -121,7 +121,8 @@ SYNTHESIZED = [
 @pytest.mark.parametrize(("problem", "policy", "admissible"), SYNTHESIZED)
 def test_builtin_agent_kernels_verify_and_generalize_on_the_gpu(problem, policy, admissible):
     """The builtin synthesizer's seed draft at the problem's full sizes, through the evaluator."""
-    from kforge_search.agents import BuiltinAgent, Context
+    from kforge_search.agents.base import Context
+    from kforge_search.agents.builtin import BuiltinAgent
 
     platform = get_platform("cuda-triton")
     prob = resolve_problem(problem)
@@ -140,7 +141,7 @@ def test_presplit_tf32x3_passes_strict_on_the_tensor_cores(loads):
     """tf32x3 with the weight split once and the tensor cores' partial sum promoted to fp32
     every 2 k blocks. Their accumulator rounds toward zero (scripts/emulate_tf32x3.py models
     it), which the interpreter does not: only real tensor cores at K = 8192 can show it."""
-    from kforge_search.agents import BuiltinAgent, TritonGenome
+    from kforge_search.agents.builtin import BuiltinAgent, TritonGenome
 
     platform = get_platform("cuda-triton")
     prob = resolve_problem("level2/02_gemm_gelu_scale")
@@ -158,8 +159,8 @@ def test_presplit_tf32x3_passes_strict_on_the_tensor_cores(loads):
     [("cuda-triton", "triton/gemm_bias_relu.py"), ("cuda-cpp", "cuda_cpp/gemm_bias_relu.py")],
 )
 def test_profile_stage_times_device_kernels_and_reads_ncu(platform, candidate):
-    from kforge_search.agents.analyst import Analyst
     from kforge_search.agents.base import Draft, Parent
+    from kforge_search.agents.llm.analyst import Analyst
     from kforge_search.evaluator import ncu
 
     problem = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")

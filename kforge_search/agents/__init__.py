@@ -1,22 +1,6 @@
-"""Agents that write candidate kernels: the shared interface and the builtin synthesizer."""
+"""Agents that write candidate kernels. `base` is the interface every agent implements;
+`builtin/` is the synthesizer (no LLM), `llm/` the generation and analysis agents."""
 
 from kforge_search.agents.base import Agent, Context, Draft, Parent, Reference, Support
-from kforge_search.agents.builtin import BuiltinAgent, analyze, seed_genome
-from kforge_search.agents.genome import CppGenome, Genome, TritonGenome, crossover, mutate
 
-__all__ = [
-    "Agent",
-    "BuiltinAgent",
-    "Context",
-    "CppGenome",
-    "Draft",
-    "Genome",
-    "Parent",
-    "Reference",
-    "Support",
-    "TritonGenome",
-    "analyze",
-    "crossover",
-    "mutate",
-    "seed_genome",
-]
+__all__ = ["Agent", "Context", "Draft", "Parent", "Reference", "Support"]

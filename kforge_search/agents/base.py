@@ -17,7 +17,7 @@ from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, source_hash
 
 if TYPE_CHECKING:
-    from kforge_search.agents.genome import Genome
+    from kforge_search.agents.builtin.genome import Genome
     from kforge_search.analysis.rules import Analysis
     from kforge_search.evaluator.result import EvalResult
 

@@ -1,9 +1,9 @@
 """The work one forward call of a problem must do: FLOPs and the bytes that must move.
 
-From the builtin synthesizer's traced graph when it can express the problem (GEMMs, tail
-operations, inputs + parameters + output once each); otherwise torch's FLOP counter over the
-reference run on meta tensors (no memory, no compute), with the inputs', parameters' and
-outputs' sizes as the bytes.
+The builtin synthesizer counts the work of the graphs it traces (`plan.graph.work`); for the
+rest, `counted_work` runs torch's FLOP counter over the reference on meta tensors (no memory,
+no compute), with the inputs', parameters' and outputs' sizes as the bytes. The analyst
+(agents/llm/analyst.py) takes the traced figure where there is one.
 """
 
 from __future__ import annotations
@@ -20,15 +20,8 @@ class Work:
     source: str  # "traced" (builtin graph) or "flop-counter" (torch, matmuls and convs only)
 
 
-def problem_work(problem: Problem) -> Work | str:
-    """The problem's work, or why it could not be counted."""
-    from kforge_search.agents.builtin import analyze
-    from kforge_search.agents.ir import Unsupported
-
-    plan = analyze(problem)
-    if not isinstance(plan, Unsupported):
-        work = plan.graph.work
-        return Work(work.flops, work.min_bytes, "traced")
+def counted_work(problem: Problem) -> Work | str:
+    """The problem's work by torch's FLOP counter, or why it could not be counted."""
     try:
         return _counted(problem)
     except Exception as exc:

@@ -23,7 +23,7 @@ console = Console()
 def _problems(
     suite: str, sizes: str | None, overrides: dict[str, Any], match: str | None
 ) -> tuple[list[Any], list[str]]:
-    from kforge_search.cli.app import fail
+    from kforge_search.cli.common import fail
     from kforge_search.problem import ProblemError, bundled_problems_dir, find_problems
 
     root = Path(suite)
@@ -106,8 +106,8 @@ def _bench_problem(
     screen: int,
 ) -> tuple[Any, list[Any]]:
     """One problem's search and its bench row (and the parents it evaluated)."""
-    from kforge_search.agents.ir import Unsupported
-    from kforge_search.bench import bench_row, search_problem
+    from kforge_search.agents.builtin.ir import Unsupported
+    from kforge_search.search.suite_bench import bench_row, search_problem
 
     def show(parent: Any, name: str = problem.name) -> None:
         res = parent.result
@@ -225,16 +225,16 @@ def bench_cmd(
     ] = 1,
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
-    from kforge_search.agents import BuiltinAgent
-    from kforge_search.bench import (
+    from kforge_search.agents.builtin import BuiltinAgent
+    from kforge_search.cli.common import fail, parse_overrides, platform_or_fail
+    from kforge_search.evaluator import EvalConfig, Evaluator
+    from kforge_search.search.suite_bench import (
         BenchError,
         best_parent,
         load_rows,
         summarize,
         write_outputs,
     )
-    from kforge_search.cli.app import fail, parse_overrides, platform_or_fail
-    from kforge_search.evaluator import EvalConfig, Evaluator
 
     if budget < 1:
         fail(f"--budget {budget}: needs at least 1 evaluation per problem")

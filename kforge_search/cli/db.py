@@ -256,7 +256,7 @@ def bench_cmd(
 
     from rich.progress import Progress
 
-    from kforge_search.store.bench import BenchConfig, run_bench
+    from kforge_search.store.load_test import BenchConfig, run_bench
 
     try:
         cfg = BenchConfig(candidates, evaluations, problems, batch_rows, repeats)

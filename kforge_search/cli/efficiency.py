@@ -16,11 +16,11 @@ console = Console()
 
 def run_efficiency(problems: list[Any], plat: Any, policy: str, budget: int, trials: int,
                    out: str) -> None:  # fmt: skip
-    from kforge_search.agents import BuiltinAgent
-    from kforge_search.agents.builtin import genome_in_source, relevant_genes, seed_genome
-    from kforge_search.agents.ir import Unsupported
-    from kforge_search.agents.screen import GenomeOracle, time_reference
-    from kforge_search.cli.app import fail
+    from kforge_search.agents.builtin import BuiltinAgent
+    from kforge_search.agents.builtin.agent import genome_in_source, relevant_genes, seed_genome
+    from kforge_search.agents.builtin.ir import Unsupported
+    from kforge_search.agents.builtin.screen import GenomeOracle, time_reference
+    from kforge_search.cli.common import fail
     from kforge_search.search.efficiency import REACH, compare
 
     if not plat.timing_meaningful:

@@ -39,7 +39,7 @@ def export_cmd(
     force: Annotated[bool, typer.Option(help="overwrite OUT if it exists")] = False,
 ) -> None:
     """Write a kernel from the database as a drop-in `ModelNew` module."""
-    from kforge_search.cli.app import console, fail
+    from kforge_search.cli.common import console, fail
     from kforge_search.cli.db import _read
     from kforge_search.store.queries import exportable
 

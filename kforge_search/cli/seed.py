@@ -33,9 +33,9 @@ def seed_cmd(
     address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
 ) -> None:
     """Search platform Q starting from platform P's best verified kernels in the database."""
-    from kforge_search.agents.genome import describe
-    from kforge_search.cli.app import fail, load, platform_or_fail
-    from kforge_search.cli.search import Plan, _execute
+    from kforge_search.agents.builtin.genome import describe
+    from kforge_search.cli.common import fail, load, platform_or_fail
+    from kforge_search.cli.execute import Plan, execute
     from kforge_search.evaluator import EvalConfig
     from kforge_search.platforms import get_platform
     from kforge_search.search.budget import Budget
@@ -76,12 +76,12 @@ def seed_cmd(
             typer.echo(f"    builtin genome read back: {describe(genome)}")
     settings = {"sizes": sizes, "agent": "builtin", "seeded_from": src.name}
     plan = Plan(probs, [dst], config, budget, eval_config, settings, None, seeds, references)
-    _execute(plan, db=db, address=address, workers=workers)
+    execute(plan, db=db, address=address, workers=workers)
 
 
 def _best_on(db: str, platform: str, problems: list[Any], device: str | None) -> dict[str, Any]:
     """problem id -> the best verified kernel of that problem on the platform."""
-    from kforge_search.cli.app import fail
+    from kforge_search.cli.common import fail
     from kforge_search.store.queries import best_kernels
     from kforge_search.store.reader import Reader
 
@@ -102,7 +102,7 @@ def _seeds(found: dict[str, Any], platform: Any) -> dict[tuple[str, str], Any]:
     """Each kernel as a draft for `platform`; a builtin kernel keeps its genome (read from
     its docstring) so the builtin agent goes on tuning it."""
     from kforge_search.agents.base import Draft
-    from kforge_search.agents.builtin import genome_in_source
+    from kforge_search.agents.builtin.agent import genome_in_source
 
     seeds = {}
     for pid, hit in found.items():

@@ -21,9 +21,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kforge_search.agents import genome as gen
 from kforge_search.agents.base import Agent
-from kforge_search.agents.genome import Genome
+from kforge_search.agents.builtin import genome as gen
+from kforge_search.agents.builtin.genome import Genome
 from kforge_search.evaluator.result import Baseline, EvalResult, Status, TimingStats
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem

@@ -4,7 +4,7 @@ roofline/timeline PNG rendered."""
 
 from __future__ import annotations
 
-from kforge_search.agents.analyst import parse_analysis
+from kforge_search.agents.llm.analyst import parse_analysis
 from kforge_search.analysis import rules
 from kforge_search.analysis.plot import render
 from kforge_search.analysis.work import Work

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typer.testing import CliRunner
 
-from kforge_search.agents import BuiltinAgent
-from kforge_search.agents.builtin import genome_in_source, relevant_genes, seed_genome
+from kforge_search.agents.builtin import BuiltinAgent
+from kforge_search.agents.builtin.agent import genome_in_source, relevant_genes, seed_genome
 from kforge_search.cli.app import app
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem

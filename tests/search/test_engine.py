@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from kforge_search.agents import BuiltinAgent
+from kforge_search.agents.builtin import BuiltinAgent
 from kforge_search.evaluator import EvalConfig, Evaluator
 from kforge_search.evaluator.result import Status
 from kforge_search.platforms import get_platform

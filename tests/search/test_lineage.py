@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_search.agents import BuiltinAgent, Context, Draft
+from kforge_search.agents.base import Context, Draft
+from kforge_search.agents.builtin import BuiltinAgent
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_search.agents import BuiltinAgent
+from kforge_search.agents.builtin import BuiltinAgent
 from kforge_search.evaluator import EvalConfig, Evaluator
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem

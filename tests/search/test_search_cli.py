@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kforge_search.cli.app import app
-from kforge_search.cli.search import _terminate_as_interrupt
+from kforge_search.cli.execute import _terminate_as_interrupt
 from kforge_search.store.queries import best_kernels
 from kforge_search.store.reader import Reader
 

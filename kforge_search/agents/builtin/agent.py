@@ -1,0 +1,297 @@
+"""The builtin agent: no LLM. It traces the reference, recognizes a GEMM (or a chain of GEMMs)
+and its tail, and writes fused kernels from templates; the genome is what it searches over.
+
+Its first draft (no parents) is the seed genome for the platform and policy; later drafts
+mutate the fastest verified parents (or cross two of them), never repeating a genome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from kforge_search.agents.base import Context, Draft, Support
+from kforge_search.agents.builtin import genome as gen
+from kforge_search.agents.builtin.convert import convert
+from kforge_search.agents.builtin.genome import CppGenome, Genome, TritonGenome
+from kforge_search.agents.builtin.ir import Unsupported
+from kforge_search.agents.builtin.plan import Plan, lower
+from kforge_search.agents.builtin.render_cpp import render_cpp
+from kforge_search.agents.builtin.render_triton import render_triton
+from kforge_search.agents.builtin.trace import trace_problem
+from kforge_search.agents.builtin.triton_kernels import presplit_capable, tma_capable
+from kforge_search.evaluator.result import Status
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem
+
+LANGUAGES = ("triton", "cpp")
+
+
+def analyze(problem: Problem) -> Plan | Unsupported:
+    """The problem's kernel plan at its sizes, or what the synthesizer cannot express."""
+    traced = trace_problem(problem)
+    if isinstance(traced, Unsupported):
+        return traced
+    graph = convert(traced)
+    return graph if isinstance(graph, Unsupported) else lower(graph)
+
+
+# Genes that change nothing unless the plan has a tail (statistics after the GEMM) ...
+TAIL_GENES = frozenset({"pass_block", "pass_warps"})
+# ... or a tail that one tile can hold (not segmented statistics).
+FUSE_GENES = frozenset({"placement", "fuse_limit"})
+X3_GENES = frozenset({"x3", "promote"})  # how a tf32x3 dot is made
+
+
+def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
+    """The genes whose value changes the kernels written for this plan: mutating any other
+    would spend an evaluation on the same code."""
+    names = frozenset(f.name for f in dataclasses.fields(genome))
+    if isinstance(genome, CppGenome):
+        return names
+    if not any(st.tail for st in plan.stages):
+        names -= TAIL_GENES
+    if not any(st.tail and st.fusable for st in plan.stages):
+        names -= FUSE_GENES
+    if not any(tma_capable(st) for st in plan.stages):
+        names -= {"loads"}
+    if genome.precision == "bf16x3":  # always promoted; x3 is tf32x3's choice
+        names -= {"x3"}
+    elif genome.precision != "tf32x3" or not any(presplit_capable(st) for st in plan.stages):
+        names -= X3_GENES
+    elif genome.x3 != "presplit":
+        names -= {"promote"}
+    return names
+
+
+def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
+    """Defaults tuned for an H100 (Triton) or a multi-core x86 CPU (C++)."""
+    if platform.language == "cpp":
+        return CppGenome()
+    precision = "tf32x3" if policy == "strict" else "tf32"
+    shapes = {
+        "tf32x3": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
+        "tf32": dict(block_m=128, block_n=256, block_k=32, num_stages=3),
+    }[precision]
+    rows = max((b * m for b, m, _, _ in plan.graph.work.gemms), default=0)
+    cols = max((n for _, _, n, _ in plan.graph.work.gemms), default=0)
+    if rows <= 64:
+        shapes["block_m"] = 64
+    base = TritonGenome(precision=precision, loads="tma", **shapes)  # type: ignore[arg-type]
+    tiles = min(
+        -(-b * m // base.block_m) * -(-n // base.block_n) for b, m, n, _ in plan.graph.work.gemms
+    )
+    depth = max(k for _, _, _, k in plan.graph.work.gemms)
+    if tiles < 66 and depth >= 4096:
+        base = dataclasses.replace(
+            base, split_k=min(8, 1 << max(0, (132 // tiles).bit_length() - 1))
+        )
+    if cols >= 4096:
+        base = dataclasses.replace(base, pass_block=2048, pass_warps=8)
+    return gen.repair(base, policy)
+
+
+def _three_dot_steps(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
+    """The first tuning steps of a tf32x3 seed, before any random mutation: the same tiles
+    with the hand-made tf32x3 dot (the weight split once; B tiles take twice the shared
+    memory: K steps of 32), then with bf16x3 (both promoted out of the tensor cores)."""
+    if not isinstance(seed, TritonGenome) or seed.precision != "tf32x3" or seed.x3 != "triton":
+        return []
+    # H100 (scripts/screen_steps.py, 1024x8192x8192): 128x256 tiles, 2 stages and promote 8
+    # ran 0.75 ms against 0.91 ms for the seed's 128x128 tiles, 3 stages and promote 4; not
+    # where the tile is pooled along features (14, 15: 1.67 ms against 1.31-1.34 ms)
+    bf16x3 = dataclasses.replace(seed, precision="bf16x3")
+    pooled = any(stage.pool is not None for stage in plan.stages)
+    if seed.block_m * seed.block_n == 128 * 128 and not pooled:
+        bf16x3 = dataclasses.replace(bf16x3, block_n=256, num_stages=2, promote=8)
+    steps = [(gen.repair(bf16x3, "strict"), BF16X3_NOTE)]
+    if any(presplit_capable(st) for st in plan.stages):
+        hand = dataclasses.replace(seed, x3="presplit", block_k=min(seed.block_k, 32))
+        steps.insert(0, (gen.repair(hand, "strict"), HAND_NOTE))
+    return steps
+
+
+HAND_NOTE = (
+    "the seed with tf32x3 made by hand: the weight split into tf32 hi + lo once, three tf32 "
+    "dots per k step, their partial sum promoted to fp32 every few k blocks"
+)
+BF16X3_NOTE = (
+    "the seed with bf16x3: each fp32 operand as bf16 hi + lo (the weight's split once), three "
+    "bf16 dots per k step, their partial sum promoted to fp32 every few k blocks"
+)
+
+
+def genome_in_source(source: str, platform: Platform) -> Genome | None:
+    """The genome a builtin draft's docstring names (its `Genome: ...` line), so a kernel
+    read back from the database can be tuned further; None for other sources."""
+    for line in source.splitlines():
+        if line.startswith("Genome: "):
+            text = line.removeprefix("Genome: ").rstrip().removesuffix(".")
+            return gen.from_description(text, cpp=platform.language == "cpp")
+    return None
+
+
+class BuiltinAgent:
+    name = "builtin"
+
+    def __init__(self, drafts_per_call: int = 1):
+        if drafts_per_call < 1:
+            raise ValueError(f"drafts_per_call={drafts_per_call}: needs >= 1")
+        self.drafts_per_call = drafts_per_call
+        self._plans: dict[tuple[str, str], Plan | Unsupported] = {}
+
+    def plan(self, problem: Problem) -> Plan | Unsupported:
+        key = (problem.id, problem.sizes_key)
+        if key not in self._plans:
+            self._plans[key] = analyze(problem)
+        return self._plans[key]
+
+    def supports(self, problem: Problem, platform: Platform) -> Support:
+        if platform.language not in LANGUAGES:
+            return Support(False, f"unsupported: platform {platform.name} (Triton and C++ only)")
+        plan = self.plan(problem)
+        if isinstance(plan, Unsupported):
+            return Support(False, plan.message)
+        return Support(True)
+
+    def synthesize(
+        self,
+        problem: Problem,
+        platform: Platform,
+        genome: Genome,
+        note: str,
+        parents: tuple[str, ...] = (),
+    ) -> Draft | Unsupported:
+        plan = self.plan(problem)
+        if isinstance(plan, Unsupported):
+            return plan
+        ops = ",".join(plan.graph.ops())
+        doc = (
+            f"{problem.name} on {platform.name}: written by kforge's builtin synthesizer "
+            f"(templates, no LLM).\n\nOps: {ops}.\n{describe_plan(plan, platform.language)}\n"
+            f"Genome: {gen.describe(genome)}.\nWhy this draft: {note}"
+        )
+        if isinstance(genome, CppGenome):
+            source = render_cpp(plan, genome, problem.source, doc)
+            precision = "ieee"
+        else:
+            source = render_triton(plan, genome, problem.source, doc)
+            precision = genome.precision
+        return Draft(source, platform.name, self.name, note, genome, precision, parents)
+
+    def propose(self, context: Context) -> list[Draft]:
+        if context.budget == 0 or not self.supports(context.problem, context.platform).ok:
+            return []
+        plan = self.plan(context.problem)
+        assert not isinstance(plan, Unsupported)
+        seed = seed_genome(plan, context.platform, context.policy)
+        tried = {p.draft.genome for p in context.parents}
+        rng = random.Random(f"{context.seed}:{len(context.parents)}")
+        wanted = min(context.budget, self.drafts_per_call)
+        drafts: list[Draft] = []
+        if seed not in tried:
+            drafts.append(
+                self._draft(context, seed, "the seed genome for this platform and policy")
+            )
+        fix = self._accuracy_fix(context)
+        if fix is not None and fix[0] not in tried and len(drafts) < wanted:
+            drafts.append(self._draft(context, *fix))
+        if any(p.result.ok for p in context.parents):
+            base = tuple(p.draft.id for p in context.parents if p.draft.genome == seed)[:1]
+            for genome, note in _three_dot_steps(plan, seed):
+                if genome not in tried and len(drafts) < wanted:
+                    drafts.append(self._draft(context, genome, note, base))
+        among = relevant_genes(plan, seed)
+        for _ in range(50 * wanted):
+            if len(drafts) >= wanted:
+                break
+            genome, note, parents = self._variation(context, seed, rng, among)
+            if genome in tried or any(d.genome == genome for d in drafts):
+                continue
+            drafts.append(self._draft(context, genome, note, parents))
+        return drafts[:wanted]
+
+    def _draft(
+        self, context: Context, genome: Genome, note: str, parents: tuple[str, ...] = ()
+    ) -> Draft:
+        draft = self.synthesize(context.problem, context.platform, genome, note, parents)
+        assert isinstance(draft, Draft)
+        return draft
+
+    def _accuracy_fix(self, context: Context) -> tuple[Genome, str, tuple[str, ...]] | None:
+        """No draft verified yet and the last one was INCORRECT: the same genome with a more
+        accurate GEMM precision (a functional pass before any tuning)."""
+        if not context.parents or any(p.result.ok for p in context.parents):
+            return None
+        last = context.parents[-1]
+        if last.result.status is not Status.INCORRECT or last.draft.genome is None:
+            return None
+        better = gen.more_accurate(last.draft.genome, context.policy)
+        if better is None:
+            return None
+        assert isinstance(better, TritonGenome)
+        note = (
+            f"{last.draft.id} was INCORRECT at {last.draft.precision}: the same kernel with "
+            f"{better.precision} GEMM inputs"
+        )
+        return better, note, (last.draft.id,)
+
+    def _variation(
+        self, context: Context, seed: Genome, rng: random.Random, among: frozenset[str]
+    ) -> tuple[Genome, str, tuple[str, ...]]:
+        ranked = sorted(  # verified parents only: timed, and not failing the unseen sizes
+            (
+                p
+                for p in context.parents
+                if p.p50_ms is not None
+                and p.result.generalizes != "no"
+                and p.draft.genome is not None
+            ),
+            key=lambda p: p.p50_ms or 0.0,
+        )
+        ranked = [p for p in ranked if type(p.draft.genome) is type(seed)]
+        if len(ranked) >= 2 and rng.random() < 0.3:
+            a, b = ranked[0], ranked[rng.randrange(1, len(ranked))]
+            assert a.draft.genome is not None and b.draft.genome is not None
+            child = gen.crossover(a.draft.genome, b.draft.genome, context.policy, rng)
+            return child, f"crossover of {a.draft.id} and {b.draft.id}", (a.draft.id, b.draft.id)
+        if ranked:
+            best = ranked[0]
+            assert best.draft.genome is not None
+            child = gen.mutate(
+                best.draft.genome, context.policy, rng, genes=rng.choice((1, 1, 2)), among=among
+            )
+            changed = _diff(best.draft.genome, child)
+            return (
+                child,
+                f"mutant of the fastest verified draft {best.draft.id}: {changed}",
+                (best.draft.id,),
+            )
+        child = gen.mutate(seed, context.policy, rng, genes=2, among=among)
+        return child, f"no verified parent yet: the seed with {_diff(seed, child)}", ()
+
+
+def _diff(a: Genome, b: Genome) -> str:
+    changes = [
+        f"{f.name} {getattr(a, f.name)} -> {getattr(b, f.name)}"
+        for f in dataclasses.fields(a)
+        if getattr(a, f.name) != getattr(b, f.name)
+    ]
+    return ", ".join(changes) or "no change"
+
+
+def describe_plan(plan: Plan, language: str) -> str:
+    """Which kernels run, in words."""
+    parts = []
+    for st in plan.stages:
+        what = "blocked GEMM" + (" + pooling" if st.pool else "") + ", elementwise epilogue fused"
+        if st.tail:
+            stats = "per-segment row" if st.segmented else st.axis
+            where = "a second fused pass over the " + ("rows" if st.axis == "row" else "columns")
+            if language == "cpp":
+                where += " in the same call"
+            elif st.fusable:
+                where = f"the GEMM kernel when one tile spans the {st.axis}, else " + where
+            what += f"; {stats} statistics and what follows them in {where}"
+        parts.append(f"Stage {st.index}: {what}.")
+    return " ".join(parts)

@@ -1,0 +1,285 @@
+"""torch.fx graph -> IR. The converter keeps the values; handlers.py maps each fx target.
+
+Tensor values carry dims tokens (see ir.Graph.out_dims), which make broadcasting exact:
+a [R, 1] row statistic plus a [C] bias is a [R, C] matrix, while a [R] row statistic plus a
+[C] vector is refused even when R == C at the traced sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kforge_search.agents.builtin.ir import (
+    Arg,
+    Ew,
+    Gemm,
+    Graph,
+    Kind,
+    Load,
+    Node,
+    Pool,
+    Scalar,
+    Size,
+    Stat,
+    Unsupported,
+    UnsupportedError,
+    Work,
+)
+from kforge_search.agents.builtin.trace import Traced, source_of
+
+Dims = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class T:
+    """A computed tensor: the IR node `id`, its dims tokens and traced shape."""
+
+    id: int
+    dims: Dims
+    shape: tuple[int, ...]
+    space: int  # 0: GEMM columns, 1: pooled columns (of stage `stage`)
+    stage: int
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """An input or a parameter, given a kind when it meets a computed tensor."""
+
+    expr: str
+    shape: tuple[int, ...]
+    transposed: bool = False
+
+
+@dataclass(frozen=True)
+class ShapeOf:
+    dims: Dims
+    sizes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class DimOf:
+    token: str | int
+    size: int
+
+
+@dataclass(frozen=True)
+class Indexed:
+    """The (values, indices) result of max/min with a dim: only values is supported."""
+
+    values: Any
+
+
+def kind_of(dims: Dims, lead: Dims) -> Kind:
+    tokens = [t for t in dims if t != 1]
+    leads = [t for t in tokens if isinstance(t, str) and t.startswith("L")]
+    if leads and tuple(leads) != lead:
+        raise UnsupportedError("broadcast over part of the leading dims", str(dims))
+    if "S" in tokens and "G" not in tokens:
+        raise UnsupportedError("broadcast along a segment", str(dims))
+    has_c = "C" in tokens or "S" in tokens
+    if leads:
+        return Kind.MAT if has_c else (Kind.SEG if "G" in tokens else Kind.ROW)
+    if has_c:
+        return Kind.COL
+    return Kind.SEGVEC if "G" in tokens else Kind.ONE
+
+
+def broadcast(a: Dims, b: Dims) -> Dims:
+    out: list[str | int] = []
+    for i in range(1, max(len(a), len(b)) + 1):
+        x = a[-i] if i <= len(a) else 1
+        y = b[-i] if i <= len(b) else 1
+        if x != y and x != 1 and y != 1:
+            raise UnsupportedError("broadcast", f"dims {a} against {b}")
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+def scalar(value: Any) -> Scalar:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise UnsupportedError("non-numeric constant", repr(value))
+    return Scalar(float(value), source_of(value))
+
+
+class Converter:
+    def __init__(self, traced: Traced):
+        self.traced = traced
+        self.nodes: list[Node] = []
+        self.lead: Dims = ()
+        self.stage = -1
+        self.space = 0
+        self.groups: Scalar | None = None
+        self.gemm_sizes: list[tuple[int, int, int, int]] = []
+        self.tail_ops = 0.0
+        self.read: dict[str, int] = {}  # leaf expression -> elements read
+
+    # -- building nodes --------------------------------------------------------------------
+    def _add(self, make: Any) -> int:
+        node_id = len(self.nodes)
+        self.nodes.append(make(node_id))
+        return node_id
+
+    def leaf(self, leaf: Leaf, dims: Dims, ref: T | None = None) -> T:
+        kind = kind_of(dims, self.lead)
+        if (
+            kind is Kind.MAT
+            and ref is not None
+            and ref.shape[: len(self.lead)] != leaf.shape[: len(self.lead)]
+        ):
+            raise UnsupportedError("broadcast", f"{leaf.expr} of shape {leaf.shape}")
+        space = ref.space if ref else self.space
+        self.read[leaf.expr] = _numel(leaf.shape)
+        node_id = self._add(lambda i: Load(i, kind, leaf.expr, space))
+        return T(node_id, dims, leaf.shape, space, self.stage)
+
+    def align(self, leaf: Leaf, ref: T) -> T:
+        """A leaf's dims by right-aligning its shape with `ref` (numpy broadcasting)."""
+        if leaf.transposed:
+            raise UnsupportedError("transposed tensor in an elementwise op", leaf.expr)
+        dims: list[str | int] = []
+        for i in range(1, len(leaf.shape) + 1):
+            size = leaf.shape[-i]
+            if size == 1:
+                dims.append(1)
+            elif i <= len(ref.shape) and ref.shape[-i] == size and ref.dims[-i] != 1:
+                dims.append(ref.dims[-i])
+            else:
+                raise UnsupportedError(
+                    "broadcast", f"{leaf.expr} of shape {leaf.shape} against {ref.shape}"
+                )
+        return self.leaf(leaf, tuple(reversed(dims)), ref)
+
+    def ew(self, fn: str, *args: Any) -> T:
+        tensors = [a for a in args if isinstance(a, T)]
+        if not tensors:
+            raise UnsupportedError(fn, "on inputs or parameters alone, before the GEMM")
+        ref = tensors[0]
+        for t in tensors[1:]:
+            ref = T(ref.id, broadcast(ref.dims, t.dims), _bshape(ref, t), ref.space, ref.stage)
+        resolved: list[Arg] = []
+        for a in args:
+            if isinstance(a, Leaf):
+                a = self.align(a, ref)
+                ref = T(ref.id, broadcast(ref.dims, a.dims), _bshape(ref, a), ref.space, ref.stage)
+            resolved.append(
+                a.id if isinstance(a, T) else a if isinstance(a, Size | Scalar) else scalar(a)
+            )
+        if len({t.stage for t in tensors}) > 1 and kind_of(ref.dims, self.lead) is not Kind.MAT:
+            raise UnsupportedError(fn, "mixing values of two GEMM stages")
+        kind = kind_of(ref.dims, self.lead)
+        self.tail_ops += _numel(ref.shape)
+        node_id = self._add(lambda i: Ew(i, kind, fn, tuple(resolved), ref.space))
+        return T(node_id, ref.dims, ref.shape, ref.space, max(t.stage for t in tensors))
+
+    def stat(self, fn: str, x: T, dim: int, keepdim: bool) -> T:
+        """sum / max / min over one dim: the last (columns or segment), or rows (dim 0)."""
+        dim = dim % len(x.dims)
+        token = x.dims[dim]
+        if token == 1:
+            return x  # a reduction over a size-1 dim is the identity
+        kind = kind_of(x.dims, self.lead)
+        if kind is not Kind.MAT:
+            raise UnsupportedError(f"{fn} over dim {dim}", f"of a {kind.value} value")
+        last = max(i for i, t in enumerate(x.dims) if t != 1)
+        if dim == last and token in ("C", "S"):
+            axis, groups = "row", (self.groups if token == "S" else None)
+        elif len(self.lead) == 1 and token == "L0":
+            axis, groups = "col", None
+        else:
+            raise UnsupportedError(f"{fn} over dim {dim}", f"dims {x.dims}")
+        dims = x.dims[:dim] + ((1,) if keepdim else ()) + x.dims[dim + 1 :]
+        shape = x.shape[:dim] + ((1,) if keepdim else ()) + x.shape[dim + 1 :]
+        out_kind = kind_of(dims, self.lead)
+        self.tail_ops += _numel(x.shape)
+        node_id = self._add(lambda i: Stat(i, out_kind, fn, x.id, axis, groups, x.space))
+        return T(node_id, dims, shape, x.space, x.stage)
+
+    def size(self, x: T, dim: int) -> Size:
+        token = x.dims[dim % len(x.dims)]
+        return Size({"C": "cols", "S": "seg", "L0": "rows"}[str(token)])
+
+    def gemm(self, a: T | Leaf, b: Leaf, b_layout: str, batched: bool = False) -> T:
+        if isinstance(a, Leaf):
+            if self.stage >= 0:
+                raise UnsupportedError("a second GEMM on an input", a.expr)
+            if len(a.shape) < 2 or (batched and len(a.shape) != 3):
+                raise UnsupportedError("GEMM input rank", str(a.shape))
+            self.lead = tuple(f"L{i}" for i in range(len(a.shape) - 1))
+            a_ref: int | str = a.expr
+            lead_shape = a.shape[:-1]
+        else:
+            if a.dims != (*self.lead, "C") or kind_of(a.dims, self.lead) is not Kind.MAT:
+                raise UnsupportedError("GEMM on a reshaped value", str(a.dims))
+            a_ref, lead_shape = a.id, a.shape[:-1]
+        n = b.shape[-2] if b_layout == "nk" else b.shape[-1]
+        k = b.shape[-1] if b_layout == "nk" else b.shape[-2]
+        rows = _numel(lead_shape)
+        batch = lead_shape[0] if batched else 1
+        self.gemm_sizes.append((batch, rows // batch, n, k))
+        self.read[b.expr] = _numel(b.shape)
+        if isinstance(a, Leaf):
+            self.read[a.expr] = _numel(a.shape)
+        self.stage += 1
+        self.space = 0
+        node_id = self._add(lambda i: Gemm(i, a_ref, b.expr, b_layout, batched))
+        return T(node_id, (*self.lead, "C"), (*lead_shape, n), 0, self.stage)
+
+    def pool(self, fn: str, x: T, k: Scalar, out_shape: tuple[int, ...]) -> T:
+        if x.space != 0 or x.dims[-1] != "C" or kind_of(x.dims, self.lead) is not Kind.MAT:
+            raise UnsupportedError(f"{fn}_pool", "only once, along the GEMM's columns")
+        self.space = 1
+        self.tail_ops += _numel(x.shape)
+        node_id = self._add(lambda i: Pool(i, fn, x.id, k))
+        return T(node_id, x.dims, out_shape, 1, x.stage)
+
+    def set_groups(self, groups: Scalar) -> None:
+        if self.groups is not None and self.groups != groups:
+            raise UnsupportedError("two different segmentations", f"{self.groups} and {groups}")
+        self.groups = groups
+
+    def graph(self, out: T) -> Graph:
+        if kind_of(out.dims, self.lead) is Kind.ONE:
+            raise UnsupportedError("a scalar output")
+        work = Work(
+            tuple(self.gemm_sizes),
+            self.tail_ops,
+            4.0 * (sum(self.read.values()) + _numel(out.shape)),
+        )
+        return Graph(
+            tuple(self.nodes),
+            out.id,
+            out.dims,
+            len(self.lead),
+            self.groups,
+            self.traced.input_names,
+            work,
+        )
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    total = 1
+    for size in shape:
+        total *= size
+    return total
+
+
+def _bshape(a: T, b: T) -> tuple[int, ...]:
+    n = max(len(a.shape), len(b.shape))
+    pa = (1,) * (n - len(a.shape)) + a.shape
+    pb = (1,) * (n - len(b.shape)) + b.shape
+    return tuple(max(x, y) for x, y in zip(pa, pb, strict=True))
+
+
+def convert(traced: Traced) -> Graph | Unsupported:
+    """The IR of a traced problem, or the first thing the synthesizer cannot express."""
+    from kforge_search.agents.builtin.handlers import run_graph
+
+    converter = Converter(traced)
+    try:
+        out = run_graph(converter, traced)
+        if not isinstance(out, T) or converter.stage < 0:
+            raise UnsupportedError("a program without a GEMM", "needs Linear, matmul or bmm")
+        return converter.graph(out)
+    except UnsupportedError as exc:
+        return exc.unsupported

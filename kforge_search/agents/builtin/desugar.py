@@ -1,0 +1,122 @@
+"""Composite ops as statistics plus elementwise nodes: softmax, logsumexp, mean, var, norms.
+
+Each follows torch's definition (two-pass variance, biased for the norms), so the kernels
+compute the same thing in the same order of magnitude of error.
+"""
+
+from __future__ import annotations
+
+from kforge_search.agents.builtin.convert import Converter, Leaf, T
+from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError
+
+
+def mean(cv: Converter, x: T, dim: int, keepdim: bool) -> T:
+    total = cv.stat("sum", x, dim, keepdim)
+    if total is x:
+        return x
+    return cv.ew("div", total, cv.size(x, dim))
+
+
+def var(cv: Converter, x: T, dim: int, keepdim: bool, correction: float) -> T:
+    if x.dims[dim % len(x.dims)] == 1:
+        raise UnsupportedError("var over a size-1 dim")
+    centered = cv.ew("sub", x, mean(cv, x, dim, True))
+    total = cv.stat("sum", cv.ew("square", centered), dim, keepdim)
+    count = cv.size(x, dim)
+    if correction:
+        count = Size(count.name, int(correction))
+    return cv.ew("div", total, count)
+
+
+def softmax(cv: Converter, x: T, dim: int, log: bool = False) -> T:
+    if x.dims[dim % len(x.dims)] == 1:
+        raise UnsupportedError("softmax over a size-1 dim")
+    top = cv.stat("max", x, dim, True)
+    shifted = cv.ew("sub", x, top)
+    exp = cv.ew("exp", shifted)
+    total = cv.stat("sum", exp, dim, True)
+    if log:
+        return cv.ew("sub", shifted, cv.ew("log", total))
+    return cv.ew("div", exp, total)
+
+
+def logsumexp(cv: Converter, x: T, dim: int, keepdim: bool) -> T:
+    if x.dims[dim % len(x.dims)] == 1:
+        return x  # log(exp(x)) over one element is x exactly (x + log(1))
+    top = cv.stat("max", x, dim, True)
+    total = cv.stat("sum", cv.ew("exp", cv.ew("sub", x, top)), dim, keepdim)
+    top_out = top if keepdim else cv.stat("max", x, dim, False)
+    return cv.ew("add", top_out, cv.ew("log", total))
+
+
+def l2_normalize(cv: Converter, x: T, dim: int, eps: Scalar) -> T:
+    norm = cv.ew("sqrt", cv.stat("sum", cv.ew("square", x), dim, True))
+    return cv.ew("div", x, cv.ew("maximum", norm, eps))
+
+
+def _normalize(cv: Converter, x: T, dim: int, eps: Scalar) -> T:
+    centered = cv.ew("sub", x, mean(cv, x, dim, True))
+    variance = cv.ew("div", cv.stat("sum", cv.ew("square", centered), dim, True), cv.size(x, dim))
+    return cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", variance, eps)))
+
+
+def _affine(cv: Converter, y: T, weight: Leaf | None, bias: Leaf | None) -> T:
+    if weight is not None:
+        y = cv.ew("mul", y, weight)
+    if bias is not None:
+        y = cv.ew("add", y, bias)
+    return y
+
+
+def layer_norm(
+    cv: Converter, x: T, shape: tuple[int, ...], w: Leaf | None, b: Leaf | None, eps: Scalar
+) -> T:
+    if len(shape) != 1 or x.dims[-1] not in ("C", "S") or x.shape[-1] != shape[0]:
+        raise UnsupportedError("layer_norm", f"over {shape}: only over the last dim")
+    return _affine(cv, _normalize(cv, x, -1, eps), w, b)
+
+
+def group_norm(
+    cv: Converter, x: T, groups: Scalar, w: Leaf | None, b: Leaf | None, eps: Scalar
+) -> T:
+    if x.dims != (*cv.lead, "C") or len(cv.lead) != 1:
+        raise UnsupportedError("group_norm", f"on dims {x.dims}: needs [batch, features]")
+    cv.set_groups(groups)
+    g = int(groups.value)
+    if g < 1 or x.shape[-1] % g:
+        raise UnsupportedError("group_norm", f"{x.shape[-1]} features in {g} groups")
+    # The segments' real shape [N, G, C/G]: the work counted for the roofline follows it.
+    grouped_shape = (*x.shape[:-1], g, x.shape[-1] // g)
+    grouped = T(x.id, (*cv.lead, "G", "S"), grouped_shape, x.space, x.stage)
+    y = _normalize(cv, grouped, -1, eps)
+    y = T(y.id, x.dims, x.shape, y.space, y.stage)
+    return _affine(cv, y, w, b)
+
+
+def instance_norm(cv: Converter, x: T, w: Leaf | None, b: Leaf | None, eps: Scalar) -> T:
+    if len(x.dims) != len(cv.lead) + 2 or x.dims[-1] not in ("S", "C"):
+        raise UnsupportedError("instance_norm", f"on dims {x.dims}: needs [N, C, L]")
+    y = _normalize(cv, x, -1, eps)
+    shape = (x.shape[-2], 1)  # the affine vectors broadcast along each channel
+    w = Leaf(w.expr, shape) if w is not None else None
+    b = Leaf(b.expr, shape) if b is not None else None
+    return _affine(cv, y, w, b)
+
+
+def batch_norm(
+    cv: Converter,
+    x: T,
+    stats: tuple[Leaf, Leaf] | None,
+    w: Leaf | None,
+    b: Leaf | None,
+    eps: Scalar,
+) -> T:
+    """Batch statistics when `stats` is None (training), else running (mean, var)."""
+    if x.dims != ("L0", "C"):
+        raise UnsupportedError("batch_norm", f"on dims {x.dims}: needs [batch, features]")
+    if stats is None:
+        return _affine(cv, _normalize(cv, x, 0, eps), w, b)
+    running_mean, running_var = stats
+    centered = cv.ew("sub", x, running_mean)
+    inv = cv.ew("rsqrt", cv.ew("add", cv.align(running_var, x), eps))
+    return _affine(cv, cv.ew("mul", centered, inv), w, b)

@@ -1,0 +1,280 @@
+"""The tables from fx targets to handlers: functions and tensor methods by name, modules by
+class name. A target missing here is `unsupported: <name>`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kforge_search.agents.builtin import desugar
+from kforge_search.agents.builtin import handlers as h
+from kforge_search.agents.builtin.convert import Converter, Indexed, Leaf, ShapeOf, T, scalar
+from kforge_search.agents.builtin.ir import Scalar, UnsupportedError
+from kforge_search.agents.builtin.trace import source_of
+
+A = tuple[Any, ...]
+K = dict[str, Any]
+
+
+def _reduce(cv: Converter, fn: str, args: A, kw: K, indexed: bool = False) -> Any:
+    x = h._tensor(args[0], fn)
+    dim = h._dim(h._arg(args, kw, 1, "dim", None))
+    keepdim = bool(h._arg(args, kw, 2, "keepdim", False))
+    if kw.get("dtype") is not None:
+        raise UnsupportedError(f"{fn} with a dtype")
+    if fn == "mean":
+        return desugar.mean(cv, x, dim, keepdim)
+    if fn == "logsumexp":
+        return desugar.logsumexp(cv, x, dim, keepdim)
+    out = cv.stat(fn, x, dim, keepdim)
+    return Indexed(out) if indexed else out
+
+
+def _max_min(cv: Converter, fn: str, args: A, kw: K) -> Any:
+    other = h._arg(args, kw, 1, "dim", None)
+    if isinstance(other, T | Leaf):
+        return cv.ew("maximum" if fn == "max" else "minimum", args[0], other)
+    if other is None:
+        raise UnsupportedError(f"{fn} over all elements")
+    return _reduce(cv, fn, args, kw, indexed=True)
+
+
+def _var(cv: Converter, fn: str, args: A, kw: K) -> T:
+    x = h._tensor(args[0], fn)
+    dim = h._dim(h._arg(args, kw, 1, "dim", None))
+    unbiased = h._arg(args, kw, 2, "unbiased", True)
+    correction = kw.get("correction", 1.0 if unbiased else 0.0)
+    keepdim = bool(h._arg(args, kw, 3, "keepdim", False))
+    out = desugar.var(cv, x, dim, keepdim, float(correction))
+    return cv.ew("sqrt", out) if fn == "std" else out
+
+
+def _softmax(cv: Converter, args: A, kw: K, log: bool) -> T:
+    dim = h._arg(args, kw, 1, "dim", None)
+    if dim is None or kw.get("dtype") is not None:
+        raise UnsupportedError("softmax without an explicit dim or with a dtype")
+    return desugar.softmax(cv, h._tensor(args[0], "softmax"), int(dim), log)
+
+
+def _pool(
+    cv: Converter,
+    node: Any,
+    fn: str,
+    x: Any,
+    k: Any,
+    stride: Any,
+    pad: Any,
+    extra: bool,
+    src: str = "",
+) -> T:
+    k0 = k[0] if isinstance(k, list | tuple) else k
+    s0 = stride[0] if isinstance(stride, list | tuple) and stride else stride
+    p0 = pad[0] if isinstance(pad, list | tuple) else pad
+    if (s0 not in (None, k0)) or p0 != 0 or extra:
+        raise UnsupportedError(f"{fn}_pool", "only kernel = stride, no padding or dilation")
+    source = source_of(k0) or (f"{src}[0]" if src and isinstance(k, tuple) else src)
+    out_shape = tuple(node.meta["tensor_meta"].shape)
+    return cv.pool(fn, h._tensor(x, "pool"), Scalar(float(k0), source), out_shape)
+
+
+def _leaf(module: Any, path: str, name: str) -> Leaf | None:
+    value = getattr(module, name, None)
+    return None if value is None else Leaf(f"{path}.{name}", tuple(value.shape))
+
+
+def _normalize(cv: Converter, a: A, k: K) -> T:
+    if float(h._arg(a, k, 1, "p", 2.0)) != 2.0:
+        raise UnsupportedError("normalize", "only p=2")
+    x = h._tensor(a[0], "normalize")
+    eps = scalar(h._arg(a, k, 3, "eps", 1e-12))
+    return desugar.l2_normalize(cv, x, int(h._arg(a, k, 2, "dim", 1)), eps)
+
+
+def _to(args: A, kw: K) -> Any:
+    import torch
+
+    rest = [a for a in args[1:] if a is not None] + [v for v in kw.values() if v is not None]
+    if any(r != torch.float32 for r in rest):
+        raise UnsupportedError("to", f"{rest}: only float32 is supported")
+    return args[0]
+
+
+def _dropout(x: Any, p: Any, training: Any) -> Any:
+    if float(p) != 0.0 and training:
+        raise UnsupportedError("dropout in training mode", "random")
+    return x
+
+
+def _size(args: A) -> Any:
+    shape = h.attribute_of(args[0], "shape")
+    return h.shape_item(shape, args[1]) if len(args) > 1 else shape
+
+
+FUNCS: dict[str, Any] = {
+    **{n: (lambda fn: lambda cv, nd, a, k: cv.ew(fn, a[0]))(f) for n, f in h.UNARY.items()},
+    **{
+        n: (lambda fn: lambda cv, nd, a, k: h.binary(cv, fn, a[0], a[1], k.get("alpha", 1)))(f)
+        for n, f in h.BINARY.items()
+    },
+    "rsub": lambda cv, nd, a, k: cv.ew("sub", a[1], a[0]),
+    "gelu": lambda cv, nd, a, k: h.gelu(cv, a[0], h._arg(a, k, 1, "approximate", "none")),
+    "leaky_relu": lambda cv, nd, a, k: cv.ew(
+        "leaky_relu", a[0], h._arg(a, k, 1, "negative_slope", 0.01)
+    ),
+    "elu": lambda cv, nd, a, k: cv.ew("elu", a[0], h._arg(a, k, 1, "alpha", 1.0)),
+    "softplus": lambda cv, nd, a, k: h.softplus(
+        cv, a[0], h._arg(a, k, 1, "beta", 1), h._arg(a, k, 2, "threshold", 20)
+    ),
+    "relu6": lambda cv, nd, a, k: h.clamp(cv, a[0], 0.0, 6.0),
+    "hardtanh": lambda cv, nd, a, k: h.clamp(
+        cv, a[0], h._arg(a, k, 1, "min_val", -1.0), h._arg(a, k, 2, "max_val", 1.0)
+    ),
+    "clamp": lambda cv, nd, a, k: h.clamp(
+        cv, a[0], h._arg(a, k, 1, "min", None), h._arg(a, k, 2, "max", None)
+    ),
+    "clamp_min": lambda cv, nd, a, k: h.clamp(cv, a[0], h._arg(a, k, 1, "min", None), None),
+    "clamp_max": lambda cv, nd, a, k: h.clamp(cv, a[0], None, h._arg(a, k, 1, "max", None)),
+    "pow": lambda cv, nd, a, k: h.power(cv, a[0], h._arg(a, k, 1, "exponent", None)),
+    "max": lambda cv, nd, a, k: _max_min(cv, "max", a, k),
+    "min": lambda cv, nd, a, k: _max_min(cv, "min", a, k),
+    "amax": lambda cv, nd, a, k: _reduce(cv, "max", a, k),
+    "amin": lambda cv, nd, a, k: _reduce(cv, "min", a, k),
+    "sum": lambda cv, nd, a, k: _reduce(cv, "sum", a, k),
+    "mean": lambda cv, nd, a, k: _reduce(cv, "mean", a, k),
+    "logsumexp": lambda cv, nd, a, k: _reduce(cv, "logsumexp", a, k),
+    "var": lambda cv, nd, a, k: _var(cv, "var", a, k),
+    "std": lambda cv, nd, a, k: _var(cv, "std", a, k),
+    "softmax": lambda cv, nd, a, k: _softmax(cv, a, k, log=False),
+    "log_softmax": lambda cv, nd, a, k: _softmax(cv, a, k, log=True),
+    "normalize": lambda cv, nd, a, k: _normalize(cv, a, k),
+    "layer_norm": lambda cv, nd, a, k: desugar.layer_norm(
+        cv, h._tensor(a[0], "layer_norm"), tuple(h._arg(a, k, 1, "normalized_shape", ())),
+        h._arg(a, k, 2, "weight", None), h._arg(a, k, 3, "bias", None),
+        scalar(h._arg(a, k, 4, "eps", 1e-5)),
+    ),
+    "group_norm": lambda cv, nd, a, k: desugar.group_norm(
+        cv, h._tensor(a[0], "group_norm"), scalar(h._arg(a, k, 1, "num_groups", 1)),
+        h._arg(a, k, 2, "weight", None), h._arg(a, k, 3, "bias", None),
+        scalar(h._arg(a, k, 4, "eps", 1e-5)),
+    ),
+    "linear": lambda cv, nd, a, k: h.linear(cv, a[0], a[1], h._arg(a, k, 2, "bias", None)),
+    "matmul": lambda cv, nd, a, k: h.matmul(cv, a[0], a[1]),
+    "mm": lambda cv, nd, a, k: h.matmul(cv, a[0], a[1]),
+    "bmm": lambda cv, nd, a, k: h.matmul(cv, a[0], a[1], batched=True),
+    "max_pool1d": lambda cv, nd, a, k: _pool(
+        cv, nd, "max", a[0], h._arg(a, k, 1, "kernel_size", None), h._arg(a, k, 2, "stride", None),
+        h._arg(a, k, 3, "padding", 0),
+        h._arg(a, k, 4, "dilation", 1) != 1 or bool(h._arg(a, k, 5, "ceil_mode", False)),
+    ),
+    "avg_pool1d": lambda cv, nd, a, k: _pool(
+        cv, nd, "avg", a[0], h._arg(a, k, 1, "kernel_size", None), h._arg(a, k, 2, "stride", None),
+        h._arg(a, k, 3, "padding", 0), bool(h._arg(a, k, 4, "ceil_mode", False)),
+    ),
+    "t": lambda cv, nd, a, k: h.transpose(a[0], 0, 1),
+    "transpose": lambda cv, nd, a, k: h.transpose(a[0], a[1], a[2]),
+    **{n: (lambda cv, nd, a, k: h.reshape(cv, nd, a[0], a[1:])) for n in h.VIEWS},
+    **{n: (lambda cv, nd, a, k: a[0]) for n in h.IDENTITY},
+    "to": lambda cv, nd, a, k: _to(a, k),
+    "dropout": lambda cv, nd, a, k: _dropout(
+        a[0], h._arg(a, k, 1, "p", 0.5), h._arg(a, k, 2, "training", True)
+    ),
+    "getattr": lambda cv, nd, a, k: h.attribute_of(a[0], a[1]),
+    "getitem": lambda cv, nd, a, k: h.shape_item(a[0], a[1]),
+    "size": lambda cv, nd, a, k: _size(a),
+}  # fmt: skip
+
+MODULE_UNARY = {
+    "ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "SiLU": "silu", "Mish": "mish",
+    "Hardsigmoid": "hardsigmoid", "Hardswish": "hardswish",
+}  # fmt: skip
+
+
+def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
+    name = type(m).__name__
+    x = a[0]
+    if name in MODULE_UNARY:
+        return cv.ew(MODULE_UNARY[name], x)
+    if name == "Linear":
+        return h.linear(cv, x, _leaf(m, path, "weight"), _leaf(m, path, "bias"))
+    simple = {
+        "GELU": lambda: h.gelu(cv, x, m.approximate),
+        "LeakyReLU": lambda: cv.ew("leaky_relu", x, m.negative_slope),
+        "ELU": lambda: cv.ew("elu", x, m.alpha),
+        "Softplus": lambda: h.softplus(cv, x, m.beta, m.threshold),
+        "ReLU6": lambda: h.clamp(cv, x, 0.0, 6.0),
+        "Hardtanh": lambda: h.clamp(cv, x, m.min_val, m.max_val),
+        "Softmax": lambda: _softmax(cv, (x, m.dim), {}, log=False),
+        "LogSoftmax": lambda: _softmax(cv, (x, m.dim), {}, log=True),
+        "Identity": lambda: x,
+        "Dropout": lambda: _dropout(x, m.p, m.training),
+        "Flatten": lambda: h.reshape(cv, node, x, ()),
+        "MaxPool1d": lambda: _pool(
+            cv,
+            node,
+            "max",
+            x,
+            m.kernel_size,
+            m.stride,
+            m.padding,
+            m.dilation != 1 or m.ceil_mode or m.return_indices,
+            f"{path}.kernel_size",
+        ),
+        "AvgPool1d": lambda: _pool(
+            cv,
+            node,
+            "avg",
+            x,
+            m.kernel_size,
+            m.stride,
+            m.padding,
+            bool(m.ceil_mode),
+            f"{path}.kernel_size",
+        ),
+        "LayerNorm": lambda: desugar.layer_norm(
+            cv,
+            h._tensor(x, name),
+            tuple(m.normalized_shape),
+            _leaf(m, path, "weight"),
+            _leaf(m, path, "bias"),
+            scalar(m.eps),
+        ),
+        "GroupNorm": lambda: desugar.group_norm(
+            cv,
+            h._tensor(x, name),
+            scalar(m.num_groups),
+            _leaf(m, path, "weight"),
+            _leaf(m, path, "bias"),
+            scalar(m.eps),
+        ),
+        "InstanceNorm1d": lambda: _instance_norm(cv, m, path, x),
+        "BatchNorm1d": lambda: _batch_norm(cv, m, path, x),
+    }
+    if name not in simple:
+        raise UnsupportedError(f"module {name}")
+    return simple[name]()
+
+
+def _instance_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
+    if m.track_running_stats and not m.training:
+        raise UnsupportedError("InstanceNorm1d with running statistics")
+    w, b = _leaf(m, path, "weight"), _leaf(m, path, "bias")
+    return desugar.instance_norm(cv, h._tensor(x, "InstanceNorm1d"), w, b, scalar(m.eps))
+
+
+def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
+    w, b = _leaf(m, path, "weight"), _leaf(m, path, "bias")
+    batch_stats = m.training or m.running_mean is None
+    stats = None if batch_stats else (_leaf(m, path, "running_mean"), _leaf(m, path, "running_var"))
+    return desugar.batch_norm(cv, h._tensor(x, "BatchNorm1d"), stats, w, b, scalar(m.eps))
+
+
+def dispatch(cv: Converter, node: Any, args: A, kwargs: K, gm: Any) -> Any:
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        return _module(cv, node, module, f"self.{node.target}", args)
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    handler = FUNCS.get(str(name))
+    if handler is None:
+        raise UnsupportedError(str(name) or repr(node.target))
+    if isinstance(args[0] if args else None, ShapeOf) and name not in ("getitem", "getattr"):
+        raise UnsupportedError(f"{name} on a shape")
+    return handler(cv, node, args, kwargs)

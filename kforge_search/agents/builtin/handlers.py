@@ -1,0 +1,243 @@
+"""What each fx node means: functions, tensor methods and modules, mapped to converter calls.
+
+Anything not in these tables is `unsupported: <name>`; nothing falls back to torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kforge_search.agents.builtin.convert import Converter, DimOf, Indexed, Leaf, ShapeOf, T, scalar
+from kforge_search.agents.builtin.ir import Scalar, UnsupportedError
+from kforge_search.agents.builtin.trace import Traced, source_of
+
+Handler = Callable[[Converter, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+UNARY = {
+    "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "mish": "mish",
+    "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "abs": "abs", "neg": "neg",
+    "negative": "neg", "square": "square", "reciprocal": "reciprocal", "erf": "erf",
+    "hardsigmoid": "hardsigmoid", "hardswish": "hardswish",
+}  # fmt: skip
+BINARY = {
+    "add": "add", "iadd": "add", "sub": "sub", "isub": "sub", "subtract": "sub", "mul": "mul",
+    "imul": "mul", "multiply": "mul", "truediv": "div", "itruediv": "div", "div": "div",
+    "true_divide": "div", "divide": "div", "maximum": "maximum", "minimum": "minimum",
+}  # fmt: skip
+IDENTITY = {"contiguous", "clone", "detach", "float"}
+VIEWS = {"view", "reshape", "unsqueeze", "squeeze", "flatten"}
+
+
+def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], i: int, name: str, default: Any) -> Any:
+    return args[i] if len(args) > i else kwargs.get(name, default)
+
+
+def _tensor(value: Any, what: str) -> T:
+    if not isinstance(value, T):
+        raise UnsupportedError(what, "on an input or parameter before the GEMM")
+    return value
+
+
+def _dim(value: Any) -> int:
+    if isinstance(value, list | tuple):
+        if len(value) != 1:
+            raise UnsupportedError("reduction over several dims", str(value))
+        value = value[0]
+    if value is None:
+        raise UnsupportedError("reduction over all dims")
+    return int(value)
+
+
+def _eps(value: Any) -> Scalar:
+    return scalar(value)
+
+
+# -- elementwise ------------------------------------------------------------------------------
+def binary(cv: Converter, fn: str, a: Any, b: Any, alpha: Any = 1) -> Any:
+    if (fn == "sub" and alpha != 1) or (fn == "add" and alpha != 1):
+        b = cv.ew("mul", b, alpha) if isinstance(b, T | Leaf) else b * alpha
+    return cv.ew(fn, a, b)
+
+
+def clamp(cv: Converter, x: Any, lo: Any, hi: Any) -> T:
+    if lo is not None:
+        x = cv.ew("maximum", x, lo)
+    if hi is not None:
+        x = cv.ew("minimum", x, hi)
+    return _tensor(x, "clamp")
+
+
+def power(cv: Converter, x: Any, exponent: Any) -> Any:
+    if isinstance(exponent, T | Leaf):
+        raise UnsupportedError("pow with a tensor exponent")
+    table = {2.0: ("square",), 0.5: ("sqrt",), -1.0: ("reciprocal",), -0.5: ("rsqrt",)}
+    if float(exponent) == 1.0:
+        return x
+    if float(exponent) == 3.0:
+        return cv.ew("mul", cv.ew("square", x), x)
+    if float(exponent) not in table:
+        raise UnsupportedError("pow", f"exponent {exponent}")
+    return cv.ew(table[float(exponent)][0], x)
+
+
+def gelu(cv: Converter, x: Any, approximate: str) -> T:
+    return cv.ew("gelu_tanh" if approximate == "tanh" else "gelu", x)
+
+
+def softplus(cv: Converter, x: Any, beta: Any, threshold: Any) -> T:
+    if float(beta) != 1.0 or float(threshold) != 20.0:
+        raise UnsupportedError("softplus", "only beta=1, threshold=20")
+    return cv.ew("softplus", x)
+
+
+# -- views ------------------------------------------------------------------------------------
+def reshape(cv: Converter, node: Any, x: Any, shape_args: tuple[Any, ...]) -> Any:
+    if isinstance(x, Leaf):
+        raise UnsupportedError("reshaping an input or parameter in forward", x.expr)
+    x = _tensor(x, "view")
+    new = tuple(node.meta["tensor_meta"].shape)
+    if len(shape_args) == 1 and isinstance(shape_args[0], list | tuple):
+        shape_args = tuple(shape_args[0])
+    old = [(t, s) for t, s in zip(x.dims, x.shape, strict=True) if t != 1]
+    sizes = [s for _, s in old]
+    positions = [i for i, s in enumerate(new) if s != 1]
+    kept = [new[i] for i in positions]
+    tokens: list[str | int]
+    if kept == sizes:
+        tokens = [t for t, _ in old]
+    elif (
+        old
+        and old[-1][0] == "C"
+        and len(kept) == len(sizes) + 1
+        and kept[:-2] == sizes[:-1]
+        and kept[-2] * kept[-1] == sizes[-1]
+    ):
+        arg = shape_args[positions[-2]] if positions[-2] < len(shape_args) else None
+        if not isinstance(arg, int) or isinstance(arg, bool) or arg != kept[-2]:
+            raise UnsupportedError("view into segments", "the segment count must be an int")
+        cv.set_groups(Scalar(float(arg), source_of(arg)))
+        tokens = [t for t, _ in old[:-1]] + ["G", "S"]
+    elif (
+        len(old) >= 2
+        and [t for t, _ in old[-2:]] == ["G", "S"]
+        and kept[:-1] == sizes[:-2]
+        and kept[-1] == sizes[-2] * sizes[-1]
+    ):
+        tokens = [t for t, _ in old[:-2]] + ["C"]
+    else:
+        raise UnsupportedError("view", f"{x.shape} -> {new}")
+    it = iter(tokens)
+    dims = tuple(1 if s == 1 else next(it) for s in new)
+    return T(x.id, dims, new, x.space, x.stage)
+
+
+def transpose(x: Any, d0: int, d1: int) -> Leaf:
+    if not isinstance(x, Leaf) or x.transposed:
+        raise UnsupportedError("transpose of a computed value")
+    rank = len(x.shape)
+    if {d0 % rank, d1 % rank} != {rank - 2, rank - 1}:
+        raise UnsupportedError("transpose", f"dims {d0}, {d1}")
+    return Leaf(x.expr, (*x.shape[:-2], x.shape[-1], x.shape[-2]), True)
+
+
+# -- GEMMs ------------------------------------------------------------------------------------
+def matmul(cv: Converter, a: Any, b: Any, batched: bool = False) -> T:
+    if not isinstance(b, Leaf):
+        raise UnsupportedError("matmul with a computed right operand")
+    if isinstance(a, Leaf) and a.transposed:
+        raise UnsupportedError("matmul with a transposed left operand")
+    a_rank = len(a.shape)
+    if len(b.shape) == 3:
+        if a_rank != 3 or b.shape[0] != a.shape[0]:
+            raise UnsupportedError("batched matmul", f"{a.shape} @ {b.shape}")
+        batched = True
+    elif len(b.shape) != 2:
+        raise UnsupportedError("matmul", f"right operand of shape {b.shape}")
+    elif batched:
+        raise UnsupportedError("bmm with a 2-D operand")
+    # b.shape is [K, N] as seen by the matmul; a transposed leaf is stored [N, K]
+    layout = "nk" if b.transposed else "kn"
+    stored = Leaf(b.expr, (*b.shape[:-2], b.shape[-1], b.shape[-2])) if b.transposed else b
+    return cv.gemm(a, stored, layout, batched)
+
+
+def linear(cv: Converter, x: Any, weight: Any, bias: Any) -> T:
+    if not isinstance(weight, Leaf) or weight.transposed or len(weight.shape) != 2:
+        raise UnsupportedError("linear with a computed weight")
+    out = cv.gemm(x, weight, "nk")
+    return cv.ew("add", out, bias) if bias is not None else out
+
+
+def run_graph(cv: Converter, traced: Traced) -> Any:
+    from kforge_search.agents.builtin.dispatch import dispatch
+
+    env: dict[Any, Any] = {}
+    gm = traced.graph_module
+    for node in gm.graph.nodes:
+        args = _map(node.args, env)
+        kwargs = {k: _map_one(v, env) for k, v in node.kwargs.items()}
+        if node.op == "placeholder":
+            env[node] = Leaf(node.target, tuple(node.meta["tensor_meta"].shape))
+        elif node.op == "get_attr":
+            env[node] = _attribute(traced, node.target)
+        elif node.op == "output":
+            out = args[0]
+            if isinstance(out, list | tuple):
+                raise UnsupportedError("multiple outputs")
+            return out
+        else:
+            env[node] = dispatch(cv, node, args, kwargs, gm)
+    raise UnsupportedError("a graph without an output")
+
+
+def _attribute(traced: Traced, target: str) -> Leaf:
+    import torch
+
+    try:
+        value = traced.model.get_parameter(target)
+    except AttributeError:
+        try:
+            value = traced.model.get_buffer(target)
+        except AttributeError:
+            raise UnsupportedError("a tensor constant created in forward", target) from None
+    assert isinstance(value, torch.Tensor)
+    return Leaf(f"self.{target}", tuple(value.shape))
+
+
+def _map_one(value: Any, env: dict[Any, Any]) -> Any:
+    import torch.fx
+
+    if isinstance(value, torch.fx.Node):
+        return env[value]
+    if isinstance(value, list | tuple):
+        return type(value)(_map_one(v, env) for v in value)
+    return value
+
+
+def _map(args: tuple[Any, ...], env: dict[Any, Any]) -> tuple[Any, ...]:
+    return tuple(_map_one(a, env) for a in args)
+
+
+def shape_item(value: Any, index: Any) -> Any:
+    if isinstance(value, ShapeOf):
+        return DimOf(value.dims[index], value.sizes[index])
+    if isinstance(value, Indexed):
+        if index != 0:
+            raise UnsupportedError("argmax/argmin indices")
+        return value.values
+    if isinstance(value, tuple):
+        return value[index]
+    raise UnsupportedError("indexing a tensor")
+
+
+def attribute_of(value: Any, name: str) -> Any:
+    if isinstance(value, T) and name == "shape":
+        return ShapeOf(value.dims, value.shape)
+    if isinstance(value, Leaf) and name == "shape":
+        raise UnsupportedError("the shape of an input or parameter")
+    if isinstance(value, Indexed) and name == "values":
+        return value.values
+    if isinstance(value, Leaf) and name in ("T", "mT"):
+        return transpose(value, -2, -1)
+    raise UnsupportedError(f"attribute {name}")

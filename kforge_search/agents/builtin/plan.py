@@ -1,0 +1,183 @@
+"""Lowering: which node is computed in which kernel, and what is written to memory.
+
+Each GEMM opens a stage. Within a stage, a node's phase is 0 when it can be computed in the
+GEMM's epilogue (elementwise on the tile, pooling), and one more than its input for a
+statistic (it needs the whole row or column). Phase-0 nodes run in the GEMM kernel; the rest
+("the tail") runs in a second pass over the rows (or columns), or in the GEMM kernel itself
+when one tile spans the row (the "fused" placement, chosen per call at run time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kforge_search.agents.builtin.ir import (
+    Gemm,
+    Graph,
+    Kind,
+    Load,
+    Pool,
+    Stat,
+    Unsupported,
+)
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    index: int
+    gemm: Gemm
+    pool: Pool | None
+    phase0: frozenset[int]  # GEMM, pooling and the epilogue's nodes (not loads)
+    tail: tuple[int, ...]  # nodes after the first statistic, in order
+    axis: str  # "" (no statistics), "row" or "col"
+    segmented: bool  # row statistics per segment (GroupNorm, InstanceNorm)
+    gemm_stores: tuple[int, ...]  # what the GEMM kernel writes when the tail runs apart
+    outs: tuple[int, ...]  # what later stages or the output read
+
+    @property
+    def fusable(self) -> bool:
+        """Whether the tail can run inside the GEMM kernel when a tile spans the row/column."""
+        return self.axis in ("row", "col") and not self.segmented
+
+
+@dataclass(frozen=True)
+class Plan:
+    graph: Graph
+    stages: tuple[StagePlan, ...]
+    stage_of: dict[int, int]  # node id -> stage (loads: -1)
+
+    def kind(self, node_id: int) -> Kind:
+        return self.graph.node(node_id).kind
+
+    def stored(self) -> tuple[int, ...]:
+        """Every node written to a buffer by some kernel (second-pass placement)."""
+        out: list[int] = []
+        for s in self.stages:
+            for n in (*s.gemm_stores, *s.outs):
+                if n not in out:
+                    out.append(n)
+        return tuple(out)
+
+
+def closure(
+    graph: Graph,
+    targets: tuple[int, ...],
+    available: set[int],
+    leaves: set[int] | frozenset[int] = frozenset(),
+) -> list[int]:
+    """Ids needed to compute `targets`, in graph order: `available` are computed already
+    (left out), `leaves` are read from buffers (kept, their inputs not followed)."""
+    need: set[int] = set()
+    stack = [t for t in targets if t not in available]
+    while stack:
+        n = stack.pop()
+        if n in need:
+            continue
+        need.add(n)
+        if n not in leaves:
+            stack.extend(d for d in graph.deps(graph.node(n)) if d not in available)
+    return sorted(need)
+
+
+def _live(graph: Graph) -> set[int]:
+    live = set(closure(graph, (graph.output,), set()))
+    return live
+
+
+def _stages(graph: Graph, live: set[int]) -> dict[int, int]:
+    stage_of: dict[int, int] = {}
+    gemm_index = 0
+    for node in graph.nodes:
+        if node.id not in live:
+            continue
+        if isinstance(node, Load):
+            stage_of[node.id] = -1
+        elif isinstance(node, Gemm):
+            stage_of[node.id] = gemm_index
+            gemm_index += 1
+        else:
+            stage_of[node.id] = max(stage_of[d] for d in graph.deps(node))
+    return stage_of
+
+
+def _phases(graph: Graph, live: set[int], stage_of: dict[int, int]) -> dict[int, int]:
+    phase: dict[int, int] = {}
+    for node in graph.nodes:
+        if node.id not in live:
+            continue
+        same = [d for d in graph.deps(node) if stage_of[d] == stage_of[node.id]]
+        base = max((phase[d] for d in same), default=0)
+        if isinstance(node, Stat):
+            base += 1
+        elif isinstance(node, Pool) and base > 0:
+            raise _Refuse("pooling after a row statistic")
+        phase[node.id] = base
+    return phase
+
+
+class _Refuse(Exception):
+    pass
+
+
+def lower(graph: Graph) -> Plan | Unsupported:
+    try:
+        return _lower(graph)
+    except _Refuse as exc:
+        return Unsupported(str(exc))
+
+
+def _lower(graph: Graph) -> Plan:
+    live = _live(graph)
+    stage_of = _stages(graph, live)
+    phase = _phases(graph, live, stage_of)
+    users = graph.users()
+    stages = []
+    for gemm in graph.gemms:
+        if gemm.id not in live:
+            raise _Refuse("a GEMM whose result is unused")
+        s = stage_of[gemm.id]
+        mine = [n for n in sorted(live) if stage_of[n] == s]
+        stats = [graph.node(n) for n in mine if isinstance(graph.node(n), Stat)]
+        axes = {st.axis for st in stats}  # type: ignore[union-attr]
+        segs = {st.groups is not None for st in stats}  # type: ignore[union-attr]
+        if len(axes) > 1:
+            raise _Refuse("row and column statistics after one GEMM")
+        if len(segs) > 1:
+            raise _Refuse("statistics over rows and over segments after one GEMM")
+        pools = [graph.node(n) for n in mine if isinstance(graph.node(n), Pool)]
+        if len(pools) > 1:
+            raise _Refuse("two poolings after one GEMM")
+        tail = tuple(n for n in mine if phase[n] > 0)
+        phase0 = frozenset(n for n in mine if phase[n] == 0)
+        outs = tuple(
+            n
+            for n in mine
+            if n == graph.output or any(stage_of.get(u, s) > s for u in users[n] if u in live)
+        )
+        needed_by_tail = {d for t in tail for d in graph.deps(graph.node(t))}
+        gemm_stores = tuple(
+            n
+            for n in sorted(phase0)
+            if graph.node(n).kind is Kind.MAT and (n in needed_by_tail or n in outs)
+        )
+        for n in outs:
+            if graph.node(n).kind not in (Kind.MAT, Kind.ROW, Kind.SEG, Kind.COL):
+                raise _Refuse(f"an output of kind {graph.node(n).kind.value}")
+        stages.append(
+            StagePlan(
+                index=s,
+                gemm=gemm,
+                pool=pools[0] if pools else None,  # type: ignore[arg-type]
+                phase0=phase0,
+                tail=tail,
+                axis=axes.pop() if axes else "",
+                segmented=bool(segs and segs.pop()),
+                gemm_stores=gemm_stores,
+                outs=outs,
+            )
+        )
+    for st in stages[1:]:
+        a = st.gemm.a
+        if isinstance(a, int) and graph.node(a).kind is not Kind.MAT:
+            raise _Refuse("a GEMM on a statistic")
+    return Plan(graph, tuple(stages), stage_of)

@@ -1,0 +1,125 @@
+"""Shared pieces of rendering: the Jinja2 environment, node schedules, forward preludes."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from kforge_search.agents.builtin.ir import Graph, Kind
+from kforge_search.agents.builtin.plan import Plan, StagePlan, closure
+
+
+@cache
+def environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("kforge_search.agents.builtin", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_template(template: str, **values: Any) -> str:
+    return environment().get_template(template).render(**values)
+
+
+def schedule(graph: Graph, targets: tuple[int, ...], have: set[int], leaves: set[int]) -> list[int]:
+    """Ids to compute for `targets`, in graph order: `have` are computed already (left
+    out), `leaves` are read from buffers (kept, their inputs not followed)."""
+    return closure(graph, targets, have, leaves)
+
+
+def stored_before(plan: Plan, stage: StagePlan) -> set[int]:
+    """Buffers written by earlier stages (every stage's outs and GEMM stores)."""
+    found: set[int] = set()
+    for s in plan.stages[: stage.index]:
+        found.update(s.outs, s.gemm_stores)
+    return found
+
+
+def buffer_shape(kind: Kind, stage: int) -> str:
+    return {
+        Kind.MAT: f"(R, NC{stage})",
+        Kind.ROW: "(R,)",
+        Kind.SEG: "(R, G)",
+        Kind.COL: f"(NC{stage},)",
+    }[kind]
+
+
+def output_line(plan: Plan) -> str:
+    """The return statement: the output buffer, viewed as the reference's shape."""
+    out = f"b{plan.graph.output}"
+    if plan.graph.out_dims == ("L0", "C") or plan.graph.out_dims == ("L0",):
+        return f"return {out}"  # the buffer already has this shape
+    return f"return {out}.view({out_view(plan)})"
+
+
+def out_view(plan: Plan) -> str:
+    """The output's shape as forward-side expressions."""
+    stage = plan.stage_of[plan.graph.output]
+    parts = []
+    for token in plan.graph.out_dims:
+        if token == 1:
+            parts.append("1")
+        elif str(token).startswith("L"):
+            parts.append(f"lead[{str(token)[1:]}]")
+        else:
+            parts.append({"C": f"NC{stage}", "G": "G", "S": f"SEG{stage}"}[str(token)])
+    return ", ".join(parts)
+
+
+def leaf_prep(names_tensors: dict[tuple[str, Kind], str], contiguous: bool = True) -> list[str]:
+    """Leaves, made contiguous (kernels index them flat, rows of their last dim) unless the
+    library does that itself."""
+    tail = ".contiguous()" if contiguous else ""
+    return [f"{name} = {expr}{tail}" for (expr, _), name in names_tensors.items()]
+
+
+def stage_sizes(plan: Plan, stage: StagePlan, a: str, w: str, layout: str) -> list[str]:
+    """Forward lines naming the stage's sizes: M, K, N, pooling, NC, SEG."""
+    s = stage.index
+    g = stage.gemm
+    lines = [f"M{s}, K{s} = {a}.shape[-2], {a}.shape[-1]"]
+    lines.append(f"BT{s} = {a}.shape[0]" if g.batched else f"BT{s} = 1")
+    lines.append(f"N{s} = {w}.shape[-2]" if layout == "nk" else f"N{s} = {w}.shape[-1]")
+    pool = stage.pool
+    if pool is not None:
+        k = pool.k.source or repr(int(pool.k.value))
+        lines.append(f"POOL{s} = int({k})")
+        lines.append(f"NC{s} = N{s} // POOL{s}")
+    else:
+        lines += [f"POOL{s} = 1", f"NC{s} = N{s}"]
+    lines.append(f"SEG{s} = NC{s} // G" if plan.graph.groups is not None else f"SEG{s} = NC{s}")
+    return lines
+
+
+def groups_line(plan: Plan) -> str:
+    groups = plan.graph.groups
+    if groups is None:
+        return "G = 1"
+    return f"G = int({groups.source or repr(int(groups.value))})"
+
+
+def a_operand(plan: Plan, stage: StagePlan) -> tuple[list[str], str]:
+    """Forward lines making the stage's A operand, and its name."""
+    g = stage.gemm
+    s = stage.index
+    if isinstance(g.a, str):
+        if not g.batched and plan.graph.n_lead == 1:
+            return [f"a{s} = {g.a}", f"lead = {g.a}.shape[:-1]", f"R = a{s}.shape[0]"], f"a{s}"
+        if g.batched:
+            return [
+                f"a{s} = {g.a}",
+                f"lead = {g.a}.shape[:-1]",
+                f"R = a{s}.shape[0] * a{s}.shape[1]",
+            ], f"a{s}"
+        return [
+            f"a{s} = {g.a}.reshape(-1, {g.a}.shape[-1])",
+            f"lead = {g.a}.shape[:-1]",
+            f"R = a{s}.shape[0]",
+        ], f"a{s}"
+    if g.batched:
+        return [f"a{s} = b{g.a}.view(lead[0], lead[1], -1)"], f"a{s}"
+    return [f"a{s} = b{g.a}"], f"a{s}"

@@ -1,0 +1,245 @@
+"""A Plan and a TritonGenome as one self-contained Triton candidate (ModelNew)."""
+
+from __future__ import annotations
+
+from kforge_search.agents.builtin import render as r
+from kforge_search.agents.builtin.genome import TritonGenome
+from kforge_search.agents.builtin.ops import TRITON_HELPERS
+from kforge_search.agents.builtin.plan import Plan, StagePlan
+from kforge_search.agents.builtin.source import model_source
+from kforge_search.agents.builtin.triton_kernels import (
+    Kernel,
+    gemm_kernel,
+    pass_kernel,
+    promoted,
+    uses_presplit,
+    uses_tma,
+)
+from kforge_search.agents.builtin.triton_lines import Names
+
+BF16 = ("bf16", "bf16x3")  # precisions whose dots take bf16 tiles (fp32 ones in the interpreter)
+
+
+def _launch(kernel: Kernel, grid: str, head: list[str], sizes: list[str], consts: str) -> str:
+    args = ", ".join([*head, *kernel.args(), *sizes])
+    return f"{kernel.name}[{grid}]({args}, {consts})"
+
+
+class StageWriter:
+    """Kernels and forward lines of one stage."""
+
+    def __init__(self, plan: Plan, stage: StagePlan, genome: TritonGenome, names: Names):
+        self.plan, self.stage, self.genome, self.names = plan, stage, genome, names
+        self.kernels: list[Kernel] = []
+        self.s = stage.index
+        self.b_kn = _b_operand(stage, genome)[1] == "kn"
+        self.tma = uses_tma(stage, genome, "full")
+        self.presplit = uses_presplit(stage, genome)
+        self.b = f"wp{self.s}" if self.presplit else f"w{self.s}"  # what the kernels read
+
+    def _gemm(self, name: str, mode: str, targets: tuple[int, ...], leaves: set[int]) -> Kernel:
+        return gemm_kernel(
+            self.plan, self.stage, self.genome, self.names, name, mode, targets, leaves, self.b_kn
+        )
+
+    def _operands(self, head: list[str], bm: str, bn: str) -> tuple[list[str], list[str], str]:
+        """(lines before the launch, its leading arguments, the TMA and PROMOTE constants) for
+        a GEMM launch with tiles bm x bn: descriptors come after the operand (and workspace)
+        pointers, then the offset of B's lo part (presplit: hi and lo side by side along N)."""
+        s, bk = self.s, self.genome.block_k
+        pre, consts = [], ""
+        if self.tma:
+            pre = [f"da{s}, db{s} = _kf_descs(a{s}, {self.b}, {bm}, {bn}, {bk}, {self.b_kn})"]
+            head, consts = [*head, f"da{s}", f"db{s}"], f", TMA=da{s} is not None"
+        if self.presplit:
+            head = [*head, f"N{s} * sb{s}[2]"]
+        if promoted(self.genome):
+            consts += f", PROMOTE={self.genome.promote}"
+        return pre, head, consts
+
+    def _sizes(self, nc: str | None = None, pool: str | None = None, plane: str = "0") -> list[str]:
+        s = self.s
+        return [
+            f"M{s}",
+            f"N{s}",
+            f"K{s}",
+            nc or f"NC{s}",
+            "R",
+            f"SEG{s}",
+            "G",
+            pool or f"POOL{s}",
+            plane,
+            f"*sa{s}",
+            f"*sb{s}",
+        ]
+
+    def _consts(self, bm: str, bn: str, split: int = 1, dot: bool = True) -> str:
+        gn = self.genome
+        bf16 = ", BF16_IN_FP32=_KF_BF16_IN_FP32" if dot and gn.precision in BF16 else ""
+        # K slices of whole BLOCK_K steps: the K loop needs no masks
+        even = f", EVEN_K=K{self.s} % {gn.block_k * split} == 0" if dot else ""
+        return (
+            f"BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={gn.block_k}, GROUP_M={gn.group_m}, "
+            f"SPLIT_K={split}, num_warps={gn.num_warps}, num_stages={gn.num_stages}{even}{bf16}"
+        )
+
+    def _alloc(self, ids: tuple[int, ...]) -> list[str]:
+        return [
+            f"b{n} = torch.empty({r.buffer_shape(self.plan.kind(n), self.s)}, "
+            "device=a0.device, dtype=torch.float32)"
+            for n in ids
+        ]
+
+    def second_pass_lines(self, leaves: set[int]) -> list[str]:
+        st, s, gn = self.stage, self.s, self.genome
+        stores = tuple(dict.fromkeys((*st.gemm_stores, *(n for n in st.outs if n in st.phase0))))
+        lines = self._alloc(tuple(dict.fromkeys((*stores, *st.outs))))
+        grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, {gn.block_n}), 1, BT{s})"
+        consts = self._consts(str(gn.block_m), str(gn.block_n))
+        if gn.split_k > 1:
+            part = self._gemm(f"_kf_s{s}_partial", "partial", (), leaves)
+            red = self._gemm(f"_kf_s{s}_reduce", "reduce", stores, leaves)
+            self.kernels += [part, red]
+            pgrid = (
+                f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(N{s}, {gn.block_n}), "
+                f"{gn.split_k}, BT{s})"
+            )
+            split_consts = self._consts(str(gn.block_m), str(gn.block_n), gn.split_k)
+            lines.append(
+                f"ws{s} = torch.empty(({gn.split_k}, R, N{s}), device=a0.device, "
+                "dtype=torch.float32)"
+            )
+            plane = f"R * N{s}"
+            pre, head, tma = self._operands(
+                [f"a{s}", self.b, f"ws{s}"], str(gn.block_m), str(gn.block_n)
+            )
+            lines += pre
+            lines.append(
+                _launch(part, pgrid, head, self._sizes(f"N{s}", "1", plane), split_consts + tma)
+            )
+            reduce_consts = self._consts(str(gn.block_m), str(gn.block_n), gn.split_k, dot=False)
+            lines.append(_launch(red, grid, [f"ws{s}"], self._sizes(plane=plane), reduce_consts))
+        else:
+            kernel = self._gemm(f"_kf_s{s}_gemm", "full", stores, leaves)
+            self.kernels.append(kernel)
+            pre, head, tma = self._operands([f"a{s}", self.b], str(gn.block_m), str(gn.block_n))
+            lines += pre
+            if self.stage.pool is not None:  # whole windows per tile where the size allows
+                lines += [
+                    f"pw{s} = POOL{s} if POOL{s} & (POOL{s} - 1) == 0 and POOL{s} <= {gn.block_n}"
+                    " else 1",
+                    f"bnp{s} = {gn.block_n} // pw{s}",
+                ]
+                grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, bnp{s}), 1, BT{s})"
+                consts = self._consts(str(gn.block_m), f"bnp{s}") + f", POOL_W=pw{s}"
+            lines.append(_launch(kernel, grid, head, self._sizes(), consts + tma))
+        if st.tail:
+            lines += self._pass_lines(leaves | set(stores))
+        return lines
+
+    def _pass_lines(self, leaves: set[int]) -> list[str]:
+        st, s, gn = self.stage, self.s, self.genome
+        kernel = pass_kernel(self.plan, st, self.names, f"_kf_s{s}_{st.axis}s", leaves)
+        self.kernels.append(kernel)
+        sizes = ["R", f"NC{s}", f"SEG{s}", "G"]
+        if st.axis == "row":
+            segments = "G" if st.segmented else "1"
+            block = f"min({gn.pass_block}, max(16, triton.next_power_of_2(SEG{s})))"
+            consts = f"BLOCK=pass_block, num_warps={gn.pass_warps}"
+            return [f"pass_block = {block}", _launch(kernel, f"(R, {segments})", [], sizes, consts)]
+        consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
+        return [_launch(kernel, f"(triton.cdiv(NC{s}, 32),)", [], sizes, consts)]
+
+    def fused_lines(self, leaves: set[int]) -> list[str]:
+        st, s, gn = self.stage, self.s, self.genome
+        kernel = self._gemm(f"_kf_s{s}_fused", "full", st.outs, leaves)
+        self.kernels.append(kernel)
+        if st.axis == "row":
+            sizes = [
+                f"bn = max(16, triton.next_power_of_2(NC{s}))",
+                f"bm = max(16, min({gn.block_m}, 8192 // bn))",
+            ]
+            grid = f"(triton.cdiv(M{s}, bm), 1, BT{s})"
+        else:
+            sizes = [
+                "bm = max(16, triton.next_power_of_2(R))",
+                f"bn = max(16, min({gn.block_n}, 8192 // bm))",
+            ]
+            grid = f"(triton.cdiv(NC{s}, bn), 1, BT{s})"
+        pre, head, tma = self._operands([f"a{s}", self.b], "bm", "bn")
+        pooled = ", POOL_W=1" if st.pool is not None else ""  # a whole row: windows looped
+        launch = _launch(kernel, grid, head, self._sizes(), self._consts("bm", "bn") + pooled + tma)
+        return [*self._alloc(st.outs), *sizes, *pre, launch]
+
+    def lines(self) -> tuple[list[str], list[str]]:
+        """(lines making A, the rest of the stage)."""
+        st, s, gn = self.stage, self.s, self.genome
+        a_lines, a = r.a_operand(self.plan, st)
+        b_lines, layout = _b_operand(st, gn)
+        rest = [
+            f"# stage {s}: GEMM"
+            + (" + pooling" if st.pool else "")
+            + " + epilogue"
+            + (f" + {st.axis} statistics" if st.tail else ""),
+            *b_lines,
+        ]
+        rest += r.stage_sizes(self.plan, st, a, f"w{s}", layout)
+        a_batch, b_batch = (f"{a}.stride(0)", f"w{s}.stride(0)") if st.gemm.batched else ("0", "0")
+        k, n = ("-1", "-2") if layout == "nk" else ("-2", "-1")
+        rest.append(f"sa{s} = ({a_batch}, {a}.stride(-2), {a}.stride(-1))")
+        if self.presplit:  # hi and lo side by side along N, split once (see _kf_pair)
+            dim, bf16 = 0 if layout == "nk" else 1, gn.precision == "bf16x3"
+            rest.append(
+                f'wp{s} = self._kf_derived("_kf_wp{s}", w{s}, lambda w: _kf_pair(w, {dim}, {bf16}))'
+            )
+        rest.append(f"sb{s} = ({b_batch}, {self.b}.stride({k}), {self.b}.stride({n}))")
+        leaves = r.stored_before(self.plan, st)
+        if gn.placement == "fused" and st.fusable:
+            span = f"NC{s}" if st.axis == "row" else "R"
+            fused = self.fused_lines(leaves)
+            apart = self.second_pass_lines(leaves)
+            rest.append(f"if triton.next_power_of_2({span}) <= {gn.fuse_limit}:")
+            rest += ["    " + line for line in fused] + ["else:"]
+            rest += ["    " + line for line in apart]
+        else:
+            rest += self.second_pass_lines(leaves)
+        return a_lines, rest
+
+
+def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
+    g, s = stage.gemm, stage.index
+    layout, derive = g.b_layout, ""
+    if g.b.startswith("self.") and not g.batched:
+        if genome.weight_layout == "kn" and layout == "nk":
+            derive, layout = ".t().contiguous()", "kn"
+        if genome.precision == "bf16":
+            derive += ".to(torch.bfloat16)"
+    if not derive:
+        return [f"w{s} = {g.b}"], layout
+    return [f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w{derive})'], layout
+
+
+def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: str) -> str:
+    names = Names()
+    writers = [StageWriter(plan, st, genome, names) for st in plan.stages]
+    parts = [w.lines() for w in writers]
+    body = [*parts[0][0], r.groups_line(plan), *r.leaf_prep(names.tensors)]
+    body += [f"{name} = float({src})" for src, name in names.scalars.items()]
+    for i, (a_lines, rest) in enumerate(parts):
+        body += (a_lines if i else []) + rest
+    body.append(r.output_line(plan))
+    model = model_source(problem_source)
+    helpers = [TRITON_HELPERS[h] for h in TRITON_HELPERS if h in names.helpers]
+    return r.render_template(
+        "triton/module.py.j2",
+        doc=doc,
+        model=model,
+        helpers=helpers,
+        kernels=[k.source for w in writers for k in w.kernels],
+        kernels_names=[k.name for w in writers for k in w.kernels],
+        derived=any("_kf_derived" in line for line in body),
+        tma=any(w.tma for w in writers),
+        presplit=any(w.presplit for w in writers),
+        bf16=genome.precision in BF16,
+        body="\n".join(body),
+    )

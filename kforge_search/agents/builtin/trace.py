@@ -1,0 +1,102 @@
+"""Trace a problem's Model with torch.fx on the meta device (no memory, no compute).
+
+Plain int and float attributes of the model are wrapped in `int`/`float` subclasses that
+remember their attribute path before tracing, so a constant in the graph such as `0.5` in
+`x * self.scaling_factor` is known to come from `self.scaling_factor` and is read there at
+run time by the generated ModelNew (not baked in).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from kforge_search.agents.builtin.ir import Unsupported
+from kforge_search.problem import Problem, exec_problem
+
+
+class NamedInt(int):
+    source: str
+
+    def __new__(cls, value: int, source: str) -> NamedInt:
+        obj = super().__new__(cls, value)
+        obj.source = source
+        return obj
+
+
+class NamedFloat(float):
+    source: str
+
+    def __new__(cls, value: float, source: str) -> NamedFloat:
+        obj = super().__new__(cls, value)
+        obj.source = source
+        return obj
+
+
+def source_of(value: Any) -> str:
+    """The run-time expression of a traced constant ("" when it is a literal)."""
+    return getattr(value, "source", "")
+
+
+@dataclass(frozen=True)
+class Traced:
+    graph_module: Any  # torch.fx.GraphModule, node.meta["tensor_meta"] filled in
+    model: Any  # the Model on the meta device, scalar attributes wrapped
+    input_names: tuple[str, ...]
+    input_shapes: tuple[tuple[int, ...], ...]
+
+
+def _wrap_scalars(model: Any) -> None:
+    for path, module in model.named_modules():
+        prefix = f"self.{path}." if path else "self."
+        for key, value in list(vars(module).items()):
+            if key.startswith("_") or type(value) not in (int, float):
+                continue
+            wrap = NamedInt if type(value) is int else NamedFloat
+            module.__dict__[key] = wrap(value, prefix + key)
+
+
+def trace_problem(problem: Problem) -> Traced | Unsupported:
+    """The problem's Model traced at its sizes, or why it cannot be."""
+    saved = dict(os.environ)
+    try:
+        return _trace(problem)
+    finally:
+        # Importing torch._dynamo (fx does) sets TORCHINDUCTOR_CACHE_DIR in os.environ; the
+        # evaluator's children inherit the environment, so leave it as it was.
+        for key in set(os.environ) - set(saved):
+            del os.environ[key]
+        os.environ.update(saved)
+
+
+def _trace(problem: Problem) -> Traced | Unsupported:
+    import torch
+    import torch.fx
+    from torch.fx.passes.shape_prop import ShapeProp
+
+    module = exec_problem(problem)
+    try:
+        with torch.device("meta"):
+            init = list(module.get_init_inputs())
+            model = module.Model(*init)
+            inputs = list(module.get_inputs())
+    except Exception as exc:  # the problem's own code on the meta device
+        return Unsupported("meta-device construction", f"{type(exc).__name__}: {exc}")
+    if not all(isinstance(x, torch.Tensor) for x in inputs):
+        return Unsupported("non-tensor forward inputs")
+    if any(x.dtype != torch.float32 for x in inputs) or any(
+        p.dtype != torch.float32 for p in model.parameters()
+    ):
+        return Unsupported("dtype", "the synthesizer emits float32 kernels only")
+    _wrap_scalars(model)
+    try:
+        gm = torch.fx.symbolic_trace(model)
+    except Exception as exc:
+        return Unsupported("torch.fx tracing", f"{type(exc).__name__}: {str(exc)[:200]}")
+    try:
+        ShapeProp(gm).propagate(*inputs)
+    except Exception as exc:
+        return Unsupported("shape propagation", f"{type(exc).__name__}: {str(exc)[:200]}")
+    names = tuple(n.target for n in gm.graph.nodes if n.op == "placeholder")
+    return Traced(gm, model, names, tuple(tuple(x.shape) for x in inputs))

@@ -1,0 +1,148 @@
+"""IR nodes as lines of Triton, in three dialects of indexing:
+
+- "tile": a [BLOCK_M, BLOCK_N] tile of rows x columns (the GEMM kernel and its epilogue);
+  per-row values are [BLOCK_M, 1], per-column values [1, BLOCK_N].
+- "row":  one row (or one segment of a row) per program, walked in [BLOCK] chunks; per-row
+  and per-segment values are scalars.
+- "col":  a block of columns per program, walked down the rows in [BLOCK_R, BLOCK_C] tiles;
+  per-column values are [1, BLOCK_C].
+`Names` gives every tensor, buffer and run-time scalar one name, shared by a kernel's
+parameters and by the forward that launches it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kforge_search.agents.builtin.ir import Ew, Graph, Kind, Load, Scalar, Size, Stat
+from kforge_search.agents.builtin.ops import OPS, REDUCTIONS
+
+SIZES = {"cols": "NC", "seg": "SEG", "rows": "R"}
+
+
+@dataclass
+class Names:
+    """Forward-side names of leaves (`t0`), scalars read at run time (`c0`), buffers (`b7`)."""
+
+    tensors: dict[tuple[str, Kind], str] = field(default_factory=dict)
+    scalars: dict[str, str] = field(default_factory=dict)
+    helpers: set[str] = field(default_factory=set)
+
+    def tensor(self, expr: str, kind: Kind) -> str:
+        return self.tensors.setdefault((expr, kind), f"t{len(self.tensors)}")
+
+    def scalar(self, source: str) -> str:
+        return self.scalars.setdefault(source, f"c{len(self.scalars)}")
+
+
+@dataclass
+class Params:
+    """One kernel's extra parameters, in order, each also a forward variable."""
+
+    names: list[str] = field(default_factory=list)
+
+    def add(self, name: str) -> str:
+        if name not in self.names:
+            self.names.append(name)
+        return name
+
+
+def literal(value: float) -> str:
+    if value != value or value in (float("inf"), float("-inf")):
+        return f"float('{value}')"
+    return repr(float(value))
+
+
+@dataclass
+class Lines:
+    graph: Graph
+    dialect: str  # "tile" | "row" | "col"
+    names: Names
+    params: Params
+    buffered: set[int]  # nodes read from their buffer b<id> instead of being computed
+
+    def operand(self, arg: int | Scalar | Size) -> str:
+        if isinstance(arg, int):
+            return f"v{arg}"
+        if isinstance(arg, Size):
+            name = SIZES[arg.name]
+            return f"({name} - {arg.minus})" if arg.minus else name
+        if arg.source:
+            return self.params.add(self.names.scalar(arg.source))
+        return literal(arg.value)
+
+    def _ptr_and_ld(self, node_id: int) -> tuple[str, Kind]:
+        node = self.graph.node(node_id)
+        if node_id in self.buffered:
+            name = f"b{node_id}"
+        else:
+            assert isinstance(node, Load)
+            name = self.names.tensor(node.tensor, node.kind)
+        self.params.add(name)
+        if node.kind is Kind.MAT:
+            self.params.add(f"ld_{name}")
+        return name, node.kind
+
+    def load(self, node_id: int) -> str:
+        p, kind = self._ptr_and_ld(node_id)
+        ld = f"ld_{p}"
+        if self.dialect == "row":
+            expr = {
+                Kind.MAT: f"tl.load({p} + row64 * {ld} + cols, mask=mask_c, other=0.0)",
+                Kind.COL: f"tl.load({p} + cols, mask=mask_c, other=0.0)",
+                Kind.ROW: f"tl.load({p} + row)",
+                Kind.SEG: f"tl.load({p} + row64 * G + seg)",
+                Kind.SEGVEC: f"tl.load({p} + seg)",
+                Kind.ONE: f"tl.load({p})",
+            }[kind]
+        else:
+            both = "mask=mask_r[:, None] & mask_c[None, :], other=0.0"
+            expr = {
+                Kind.MAT: f"tl.load({p} + rows64[:, None] * {ld} + cols[None, :], {both})",
+                Kind.COL: f"tl.load({p} + cols, mask=mask_c, other=0.0)[None, :]",
+                Kind.ROW: f"tl.load({p} + rows, mask=mask_r, other=0.0)[:, None]",
+                Kind.SEG: f"tl.load({p} + rows64[:, None] * G + (cols // SEG)[None, :], {both})",
+                Kind.SEGVEC: f"tl.load({p} + cols // SEG, mask=mask_c, other=0.0)[None, :]",
+                Kind.ONE: f"tl.load({p})",
+            }[kind]
+        return f"v{node_id} = {expr}"
+
+    def compute(self, node_id: int) -> str:
+        node = self.graph.node(node_id)
+        if node_id in self.buffered or isinstance(node, Load):
+            return self.load(node_id)
+        if isinstance(node, Ew):
+            spec = OPS[node.fn]
+            self.names.helpers.update(spec.helpers)
+            return f"v{node_id} = " + spec.triton.format(*(self.operand(a) for a in node.args))
+        if isinstance(node, Stat) and self.dialect == "tile":
+            red = REDUCTIONS[node.fn]
+            if node.axis == "row":
+                masked = f"tl.where(mask_c[None, :], v{node.x}, {red.identity})"
+                return f"v{node_id} = {red.finish}({masked}, axis=1)[:, None]"
+            masked = f"tl.where(mask_r[:, None], v{node.x}, {red.identity})"
+            return f"v{node_id} = {red.finish}({masked}, axis=0)[None, :]"
+        raise AssertionError(f"node {node} is not computed inline in the {self.dialect} dialect")
+
+    def store(self, node_id: int) -> str:
+        name = self.params.add(f"b{node_id}")
+        kind = self.graph.node(node_id).kind
+        v = f"v{node_id}"
+        if self.dialect == "row":
+            return {
+                Kind.MAT: f"tl.store({name} + row64 * ld_{name} + cols, {v}, mask=mask_c)",
+                Kind.ROW: f"tl.store({name} + row, {v})",
+                Kind.SEG: f"tl.store({name} + row64 * G + seg, {v})",
+            }[kind] + self._ld(name, kind)
+        both = "mask=mask_r[:, None] & mask_c[None, :]"
+        at = f"{name} + rows64[:, None] * ld_{name} + cols[None, :]"
+        return {
+            Kind.MAT: f"tl.store({at}, {v}, {both})",
+            Kind.ROW: f"tl.store({name} + rows[:, None], {v}, mask=mask_r[:, None])",
+            Kind.COL: f"tl.store({name} + cols[None, :], {v}, mask=mask_c[None, :])",
+        }[kind] + self._ld(name, kind)
+
+    def _ld(self, name: str, kind: Kind) -> str:
+        if kind is Kind.MAT:
+            self.params.add(f"ld_{name}")
+        return ""

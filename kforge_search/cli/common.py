@@ -1,0 +1,65 @@
+"""What the `kforge` commands share: the consoles, `Error:` exits with a hint, problem and
+platform lookups that fail with one line, and the --sizes / --set options."""
+
+from __future__ import annotations
+
+import ast
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+console = Console()
+err = Console(stderr=True)
+
+SizesOpt = Annotated[
+    str | None, typer.Option("--sizes", help="a named size set of the problem (e.g. ci, unseen)")
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="override a module-level constant, e.g. --set batch_size=8"),
+]
+
+
+def fail(message: str, hint: str = "", code: int = 2) -> None:
+    err.print(f"[bold red]Error:[/] {message}", highlight=False)
+    if hint:
+        err.print(f"[dim]Hint:[/] {hint}", highlight=False)
+    raise typer.Exit(code)
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in items or []:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.strip():
+            fail(f"--set {item!r} is not NAME=VALUE", "e.g. --set batch_size=8")
+        try:
+            overrides[name.strip()] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            overrides[name.strip()] = raw
+    return overrides
+
+
+def load(problem: str, sizes: str | None, overrides: list[str] | None):
+    from kforge_search.problem import ProblemError, resolve_problem
+
+    try:
+        return resolve_problem(problem, size_set=sizes, overrides=parse_overrides(overrides))
+    except ProblemError as exc:
+        fail(str(exc), "`kforge problems list` shows the bundled problems")
+
+
+def platform_or_fail(name: str):
+    from kforge_search.platforms import availability, get_platform
+
+    try:
+        platform = get_platform(name)
+    except ValueError as exc:
+        fail(str(exc))
+    state = availability(platform)
+    if not state.ok:
+        fail(
+            f"platform {name} cannot run on this machine: {state.reason}", "see `kforge platforms`"
+        )
+    return platform

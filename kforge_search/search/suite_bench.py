@@ -1,0 +1,264 @@
+"""`kforge bench`: an agent plus a small search over its drafts, per problem of a suite.
+
+For every problem the agent proposes a seed draft and then up to budget - 1 more (the
+builtin agent mutates the fastest verified one); each is evaluated, and the fastest draft
+that verified (and generalizes) is the problem's result. Rows report the eager and
+torch.compile times, the best time, the speedup over the faster of the two baselines, the
+GEMM precision and the fraction of the roofline reached (docs/synthesizer.md defines it).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kforge_search.agents.base import Agent, Context, Parent
+from kforge_search.hardware import Peaks
+from kforge_search.platforms import Platform
+from kforge_search.problem import Problem
+
+FIELDS = (
+    "problem",
+    "status",
+    "eager_ms",
+    "compile_ms",
+    "best_ms",
+    "speedup",
+    "precision",
+    "roofline",
+    "attempts",
+    "verified",
+    "generalizes",
+    "genome",
+    "seconds",
+    "message",
+)
+
+
+@dataclass(frozen=True)
+class BenchRow:
+    problem: str
+    status: str  # the best draft's status, or "unsupported: ..." / the last failure's status
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    best_ms: float | None = None
+    speedup: float | None = None  # over the faster of eager and torch.compile
+    precision: str = ""
+    roofline: float | None = None  # fraction of the roofline at `precision`
+    attempts: int = 0
+    verified: bool = False
+    generalizes: str = "unchecked"
+    genome: str = ""
+    seconds: float = 0.0  # wall clock of the problem's evaluations (baselines included)
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    problems: int
+    verified: int
+    geomean_speedup: float | None  # over the problems with a verified, timed kernel
+    fast_0: float  # fraction of problems with a verified kernel
+    fast_1: float  # ... and faster than the faster baseline
+    fast_1_5: float  # ... and at least 1.5x faster
+    median_roofline: float | None
+
+
+class BenchError(Exception):
+    """A bench cannot go on as asked (e.g. resuming from another policy's results)."""
+
+
+def load_rows(path: Path, policy: str, platform: str) -> dict[str, BenchRow]:
+    """The rows of an earlier run of the same policy and platform, by problem name."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+        meta = data["meta"]
+        rows = [BenchRow(**row) for row in data["rows"]]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BenchError(f"{path} is not a bench.json this version can read: {exc}") from None
+    if (meta.get("policy"), meta.get("platform")) != (policy, platform):
+        raise BenchError(
+            f"{path} holds a {meta.get('policy')} run on {meta.get('platform')}, "
+            f"not {policy} on {platform}"
+        )
+    return {row.problem: row for row in rows}
+
+
+def roofline_fraction(
+    flops: float, bytes_moved: float, ms: float, peaks: Peaks, precision: str
+) -> float | None:
+    """The roofline's time bound over the measured time: max(compute bound, memory bound)."""
+    if ms <= 0 or flops <= 0:
+        return None
+    compute_s = flops / (peaks.tflops(precision or "ieee") * 1e12)
+    memory_s = bytes_moved / (peaks.mem_gbs * 1e9)
+    return max(compute_s, memory_s) / (ms * 1e-3)
+
+
+def _baseline_ms(baselines: tuple[Any, ...], kind: str) -> float | None:
+    base = next((b for b in baselines if b.kind == kind), None)
+    if base is None or not base.ok or base.timing is None or not base.timing.meaningful:
+        return None
+    return base.timing.p50_ms
+
+
+def search_problem(
+    problem: Problem,
+    platform: Platform,
+    policy: str,
+    budget: int,
+    evaluator: Any,
+    agent: Agent,
+    seed: int = 0,
+    on_result: Callable[[Parent], None] | None = None,
+    screen: int = 0,
+    on_screen: Callable[[list[Any]], None] | None = None,
+) -> tuple[list[Parent], str]:
+    """Evaluate up to `budget` drafts; the parents in order, and why it stopped early.
+
+    With `screen` > 0 (the builtin agent on a timed platform), that many genomes are first
+    timed in this process (agents/screen.py) and the fastest `budget` go to the evaluator;
+    what budget is left goes to the agent's own proposals."""
+    support = agent.supports(problem, platform)
+    if not support.ok:
+        return [], support.reason
+    parents: list[Parent] = []
+
+    def evaluate(draft: Any) -> None:
+        result = evaluator.evaluate_source(draft.source, problem, platform)
+        parents.append(Parent(draft, result))
+        if on_result is not None:
+            on_result(parents[-1])
+
+    if screen > 0 and platform.timing_meaningful:
+        from kforge_search.agents.builtin.agent import BuiltinAgent
+        from kforge_search.agents.builtin.screen import screened_drafts
+
+        if not isinstance(agent, BuiltinAgent):
+            raise ValueError("screening runs drafts in this process: builtin agent only")
+        drafts, ranked = screened_drafts(agent, problem, platform, policy, screen, budget, seed)
+        if on_screen is not None:
+            on_screen(ranked)
+        for draft in drafts:
+            evaluate(draft)
+    while len(parents) < budget:
+        context = Context(
+            problem, platform, policy, tuple(parents), budget=budget - len(parents), seed=seed
+        )
+        drafts = agent.propose(context)
+        if not drafts:
+            break
+        for draft in drafts[: budget - len(parents)]:
+            evaluate(draft)
+    return parents, ""
+
+
+def best_parent(parents: list[Parent]) -> Parent | None:
+    good = [p for p in parents if p.result.ok and p.result.generalizes != "no"]
+    timed = [p for p in good if p.p50_ms is not None]
+    if timed:
+        return min(timed, key=lambda p: p.p50_ms or 0.0)
+    return good[0] if good else None
+
+
+def bench_row(
+    problem: Problem,
+    parents: list[Parent],
+    stop: str,
+    work: Any,
+    peaks: Peaks | None,
+    baselines: tuple[Any, ...] = (),
+) -> BenchRow:
+    """The problem's row: the best verified draft against its baselines (eager, compile), or
+    against `baselines` when no draft verified."""
+    best = best_parent(parents)
+    if best is not None and best.result.baselines:
+        baselines = best.result.baselines
+    eager, compiled = _baseline_ms(baselines, "eager"), _baseline_ms(baselines, "compile")
+    if stop:
+        return BenchRow(problem.name, stop, eager, compiled, message=stop)
+    if best is None:
+        last = parents[-1].result if parents else None
+        status = last.status.value if last else "no draft"
+        message = last.message.splitlines()[0][:200] if last and last.message else ""
+        return BenchRow(
+            problem.name, status, eager, compiled, attempts=len(parents), message=message
+        )
+    timing = best.result.timing
+    ms = timing.p50_ms if timing and timing.meaningful else None
+    fastest = min((b for b in (eager, compiled) if b is not None), default=None)
+    speedup = fastest / ms if fastest and ms else None
+    roof = None
+    if ms and peaks is not None and work is not None:
+        roof = roofline_fraction(work.flops, work.min_bytes, ms, peaks, best.draft.precision)
+    genome = best.draft.genome
+    return BenchRow(
+        problem=problem.name,
+        status=best.result.status.value,
+        eager_ms=eager,
+        compile_ms=compiled,
+        best_ms=ms,
+        speedup=speedup,
+        precision=best.draft.precision,
+        roofline=roof,
+        attempts=len(parents),
+        verified=True,
+        generalizes=best.result.generalizes,
+        genome=_genome_text(genome),
+        message=best.draft.note[:200],
+    )
+
+
+def _genome_text(genome: Any) -> str:
+    if genome is None:
+        return ""
+    return " ".join(f"{k}={v}" for k, v in dataclasses.asdict(genome).items())
+
+
+def summarize(rows: list[BenchRow]) -> BenchSummary:
+    n = len(rows)
+    verified = [r for r in rows if r.verified]
+    speedups = [r.speedup for r in verified if r.speedup]
+    roofs = [r.roofline for r in verified if r.roofline is not None]
+    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+
+    def frac(p: float) -> float:
+        return sum(1 for s in speedups if s > p) / n if n else 0.0
+
+    return BenchSummary(
+        problems=n,
+        verified=len(verified),
+        geomean_speedup=geomean,
+        fast_0=len(verified) / n if n else 0.0,
+        fast_1=frac(1.0),
+        fast_1_5=frac(1.5),
+        median_roofline=statistics.median(roofs) if roofs else None,
+    )
+
+
+def write_outputs(
+    rows: list[BenchRow], summary: BenchSummary, out: Path, meta: dict[str, Any]
+) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    json_path, csv_path = out / "bench.json", out / "bench.csv"
+    data = {
+        "meta": meta,
+        "summary": dataclasses.asdict(summary),
+        "rows": [dataclasses.asdict(r) for r in rows],
+    }
+    json_path.write_text(json.dumps(data, indent=2))
+    with csv_path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=FIELDS)
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(dataclasses.asdict(row))
+    return json_path, csv_path

@@ -1,0 +1,175 @@
+"""The builtin agent's proposals: a seed first, then mutants of the fastest verified draft."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kforge_search.agents.base import Context, Draft, Parent
+from kforge_search.agents.builtin import BuiltinAgent, TritonGenome, seed_genome
+from kforge_search.agents.builtin.agent import FUSE_GENES, TAIL_GENES, analyze, relevant_genes
+from kforge_search.evaluator.result import EvalResult, Status, TimingStats
+from kforge_search.platforms import get_platform
+from kforge_search.problem import resolve_problem
+from tests.agents.builtin.patterns import UNSUPPORTED
+
+PROBLEM = resolve_problem("level2/02_gemm_gelu_scale", size_set="ci")
+TRITON = get_platform("cpu-triton")
+
+
+def result(ok: bool, ms: float = 1.0) -> EvalResult:
+    timing = TimingStats("perf_counter", 5, ms, ms, ms) if ok else None
+    return EvalResult(
+        Status.OK if ok else Status.INCORRECT,
+        "",
+        "done",
+        PROBLEM.id,
+        PROBLEM.name,
+        TRITON.name,
+        "strict",
+        "h",
+        timing=timing,
+    )
+
+
+def parent(draft: Draft, ok: bool, ms: float = 1.0) -> Parent:
+    return Parent(draft, result(ok, ms))
+
+
+def test_first_proposal_is_the_seed_genome():
+    (draft,) = BuiltinAgent().propose(Context(PROBLEM, TRITON, "strict"))
+    plan = analyze(PROBLEM)
+    assert draft.genome == seed_genome(plan, TRITON, "strict")
+    assert draft.precision == "tf32x3" and draft.agent == "builtin"
+    assert "@triton.jit" in draft.source and "class ModelNew" in draft.source
+    assert "seed" in draft.note
+
+
+def test_loose_policy_seeds_plain_tf32():
+    (draft,) = BuiltinAgent().propose(Context(PROBLEM, TRITON, "loose"))
+    assert draft.precision == "tf32"
+
+
+def test_later_proposals_mutate_the_fastest_verified_parent_and_never_repeat():
+    agent = BuiltinAgent(drafts_per_call=3)
+    (seed,) = BuiltinAgent().propose(Context(PROBLEM, TRITON))
+    slow = agent.synthesize(PROBLEM, TRITON, TritonGenome(block_m=32), "slow")
+    assert isinstance(slow, Draft)
+    parents = (parent(seed, True, 1.0), parent(slow, True, 5.0))
+    drafts = agent.propose(Context(PROBLEM, TRITON, parents=parents, budget=5, seed=1))
+    assert len(drafts) == 3
+    genomes = {d.genome for d in drafts}
+    assert len(genomes) == 3 and seed.genome not in genomes and slow.genome not in genomes
+    assert all(d.parents and seed.id in d.parents for d in drafts if "mutant" in d.note)
+    assert all(d.genome.precision in ("ieee", "tf32x3", "bf16x3") for d in drafts)  # strict
+
+
+def test_an_incorrect_draft_is_retried_at_a_more_accurate_precision():
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    (draft,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, False),)))
+    assert draft.genome == dataclasses.replace(seed.genome, precision="ieee", loads="pointer")
+    assert "INCORRECT at tf32x3" in draft.note and draft.parents == (seed.id,)
+    loose = agent.synthesize(PROBLEM, TRITON, TritonGenome(precision="bf16"), "bf16")
+    (fix,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(loose, False),)))
+    assert fix.genome.precision == "tf32"
+
+
+def test_without_a_verified_parent_it_explores_around_the_seed():
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    (ieee,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, False),)))
+    failed = (parent(seed, False), parent(ieee, False))
+    (draft,) = agent.propose(Context(PROBLEM, TRITON, parents=failed))
+    assert draft.genome not in (seed.genome, ieee.genome) and "no verified parent" in draft.note
+
+
+@pytest.mark.parametrize(
+    ("name", "absent"),
+    [
+        ("level2/02_gemm_gelu_scale", TAIL_GENES | FUSE_GENES),  # epilogue only
+        ("level2/17_gemm_groupnorm_swish", FUSE_GENES),  # segmented statistics: second pass
+        ("level2/13_gemm_softmax", frozenset()),  # row statistics: fused or second pass
+    ],
+)
+def test_mutants_change_only_genes_that_change_the_kernel(name, absent):
+    problem = resolve_problem(name, size_set="ci")
+    agent = BuiltinAgent(drafts_per_call=12)
+    (seed,) = agent.propose(Context(problem, TRITON))
+    assert relevant_genes(agent.plan(problem), seed.genome).isdisjoint(absent)
+    parents = (parent(seed, True),)
+    drafts = agent.propose(Context(problem, TRITON, parents=parents, budget=12, seed=3))
+    changed = {
+        f.name
+        for d in drafts
+        for f in dataclasses.fields(d.genome)
+        if getattr(d.genome, f.name) != getattr(seed.genome, f.name)
+    }
+    assert changed and changed.isdisjoint(absent)
+
+
+def test_the_budget_caps_the_drafts():
+    agent = BuiltinAgent(drafts_per_call=4)
+    assert agent.propose(Context(PROBLEM, TRITON, budget=0)) == []
+    assert len(agent.propose(Context(PROBLEM, TRITON, budget=2))) == 2
+
+
+def test_unsupported_problems_get_no_drafts():
+    problem, _ = UNSUPPORTED["conv"]
+    assert BuiltinAgent().propose(Context(problem, TRITON)) == []
+
+
+def test_cpp_drafts_carry_the_shared_library():
+    (draft,) = BuiltinAgent().propose(Context(PROBLEM, get_platform("cpu-cpp")))
+    assert "load_inline" in draft.source and draft.precision == "ieee"
+
+
+def test_a_parent_that_fails_the_unseen_sizes_is_never_mutated():
+    agent = BuiltinAgent(drafts_per_call=6)
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    fast = agent.synthesize(PROBLEM, TRITON, TritonGenome(block_m=32), "fast but wrong elsewhere")
+    unseen_fails = Parent(fast, dataclasses.replace(result(True, 0.5), generalizes="no"))
+    parents = (parent(seed, True, 1.0), unseen_fails)
+    drafts = agent.propose(Context(PROBLEM, TRITON, parents=parents, budget=6, seed=2))
+    assert drafts and all(fast.id not in d.parents for d in drafts)
+    assert any(seed.id in d.parents for d in drafts)
+
+
+def test_once_the_strict_seed_verifies_the_three_dot_schemes_are_tried_next():
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON))
+    (hand,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, True),)))
+    assert hand.genome.x3 == "presplit" and hand.genome.block_k <= 32
+    assert dataclasses.replace(hand.genome, x3="triton", block_k=seed.genome.block_k) == seed.genome
+    assert "_kf_pair" in hand.source and hand.parents == (seed.id,)
+    tried = (parent(seed, True), parent(hand, True, 0.5))
+    (bf16x3,) = agent.propose(Context(PROBLEM, TRITON, parents=tried))
+    assert bf16x3.genome == dataclasses.replace(seed.genome, precision="bf16x3")  # 64-row tiles
+    assert bf16x3.precision == "bf16x3" and "_kf_pair" in bf16x3.source
+    (after,) = agent.propose(Context(PROBLEM, TRITON, parents=(*tried, parent(bf16x3, True, 0.4))))
+    assert "mutant" in after.note or "crossover" in after.note
+    (loose,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
+    (mutant,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(loose, True),)))
+    assert mutant.genome.x3 == "triton"  # plain tf32: nothing to split
+
+
+def test_the_bf16x3_step_widens_full_size_tiles():
+    """At the problems' own sizes (128x128 seed tiles) bf16x3 takes 128x256 tiles, 2 stages
+    and a partial sum over 8 k blocks (0.75 ms against 0.91 ms on the H100), except where
+    the tile is pooled along features (slower there)."""
+    from kforge_search.agents.builtin import genome as gen
+    from kforge_search.agents.builtin.agent import _three_dot_steps
+
+    problem = resolve_problem("level2/01_gemm_bias_relu")
+    plan = BuiltinAgent().plan(problem)
+    seed = seed_genome(plan, get_platform("cuda-triton"), "strict")
+    bf16x3 = next(g for g, _ in _three_dot_steps(plan, seed) if g.precision == "bf16x3")
+    assert (seed.block_m, seed.block_n) == (128, 128)
+    assert (bf16x3.block_m, bf16x3.block_n, bf16x3.num_stages, bf16x3.promote) == (128, 256, 2, 8)
+    assert bf16x3.smem_bytes <= gen.SMEM_BYTES
+    pooled = resolve_problem("level2/15_gemm_avgpool_gelu")  # whole-window tiles: kept
+    plan = BuiltinAgent().plan(pooled)
+    seed = seed_genome(plan, get_platform("cuda-triton"), "strict")
+    bf16x3 = next(g for g, _ in _three_dot_steps(plan, seed) if g.precision == "bf16x3")
+    assert bf16x3 == dataclasses.replace(seed, precision="bf16x3")

@@ -1,0 +1,197 @@
+"""kforge bench: rows, summary (geomean, fast_p), roofline, outputs, and the command."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import math
+import shutil
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kforge_search.agents.base import Draft, Parent
+from kforge_search.agents.builtin import TritonGenome
+from kforge_search.agents.builtin.ir import Work
+from kforge_search.cli.bench import bench_cmd
+from kforge_search.evaluator.result import Baseline, EvalResult, Status, TimingStats
+from kforge_search.hardware import Peaks
+from kforge_search.problem import resolve_problem
+from kforge_search.search.suite_bench import (
+    BenchRow,
+    bench_row,
+    best_parent,
+    roofline_fraction,
+    summarize,
+    write_outputs,
+)
+from tests.conftest import PROBLEMS
+
+PROBLEM = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
+PEAKS = Peaks("test", 10.0, 100.0, 200.0, 1000.0, "datasheet")
+
+
+def timing(ms: float) -> TimingStats:
+    return TimingStats("cuda_events", 50, ms, ms, ms)
+
+
+def result(status: Status, ms: float | None = None, generalizes: str = "yes") -> EvalResult:
+    baselines = (Baseline("eager", True, timing(3.0)), Baseline("compile", True, timing(2.0)))
+    return EvalResult(
+        status,
+        "why",
+        "done",
+        PROBLEM.id,
+        PROBLEM.name,
+        "cuda-triton",
+        "strict",
+        "h",
+        timing=timing(ms) if ms else None,
+        baselines=baselines,
+        generalizes=generalizes,
+    )
+
+
+def parent(status: Status, ms: float | None = None, generalizes: str = "yes") -> Parent:
+    draft = Draft(f"# {status} {ms}", "cuda-triton", "builtin", "note", TritonGenome(), "tf32x3")
+    return Parent(draft, result(status, ms, generalizes))
+
+
+def test_roofline_is_the_bound_time_over_the_measured_time():
+    # 1 TFLOP at 100/3 TFLOP/s (tf32x3) is 30 ms; 1 GB at 1000 GB/s is 1 ms: compute bound.
+    assert roofline_fraction(1e12, 1e9, 60.0, PEAKS, "tf32x3") == pytest.approx(0.5)
+    assert roofline_fraction(1e6, 1e10, 20.0, PEAKS, "tf32") == pytest.approx(0.5)  # memory
+    assert roofline_fraction(0.0, 1.0, 1.0, PEAKS, "ieee") is None
+
+
+def test_the_best_parent_is_the_fastest_that_verified_and_generalizes():
+    parents = [
+        parent(Status.OK, 1.0, generalizes="no"),
+        parent(Status.INCORRECT),
+        parent(Status.OK, 1.5),
+        parent(Status.OK, 1.2),
+    ]
+    best = best_parent(parents)
+    assert best is parents[3]
+
+
+def test_row_speedup_is_against_the_faster_baseline():
+    work = Work(((1, 1024, 1024, 1024),), 0.0, 1e6)
+    row = bench_row(PROBLEM, [parent(Status.OK, 1.0)], "", work, PEAKS, ())
+    assert row.verified and row.speedup == pytest.approx(2.0)  # compile's 2.0 ms / 1.0 ms
+    assert row.eager_ms == 3.0 and row.compile_ms == 2.0 and row.precision == "tf32x3"
+    assert row.roofline == pytest.approx(2 * 1024**3 / (100e12 / 3) / 1e-3)
+
+
+def test_rows_without_a_verified_draft_keep_the_baselines_and_the_reason():
+    baselines = result(Status.OK).baselines
+    row = bench_row(PROBLEM, [parent(Status.INCORRECT)], "", None, None, baselines)
+    assert not row.verified and row.status == "INCORRECT" and row.eager_ms == 3.0
+    unsupported = bench_row(PROBLEM, [], "unsupported: module Conv1d", None, None, ())
+    assert unsupported.status == "unsupported: module Conv1d" and unsupported.attempts == 0
+
+
+def test_summary_geomean_and_fast_p():
+    rows = [
+        BenchRow("a", "OK", best_ms=1.0, speedup=2.0, verified=True, roofline=0.5),
+        BenchRow("b", "OK", best_ms=1.0, speedup=0.5, verified=True, roofline=0.7),
+        BenchRow("c", "OK", best_ms=1.0, speedup=1.6, verified=True, roofline=0.9),
+        BenchRow("d", "INCORRECT"),
+    ]
+    s = summarize(rows)
+    assert s.problems == 4 and s.verified == 3
+    assert s.geomean_speedup == pytest.approx(
+        math.exp((math.log(2) + math.log(0.5) + math.log(1.6)) / 3)
+    )
+    assert (s.fast_0, s.fast_1, s.fast_1_5) == (0.75, 0.5, 0.5)
+    assert s.median_roofline == 0.7
+
+
+def test_outputs_are_json_and_csv(tmp_path):
+    rows = [BenchRow("a", "OK", 1.0, 2.0, 0.5, 2.0, "tf32x3", 0.4, 2, True)]
+    json_path, csv_path = write_outputs(rows, summarize(rows), tmp_path, {"platform": "x"})
+    data = json.loads(json_path.read_text())
+    assert data["summary"]["fast_1"] == 1.0 and data["rows"][0]["precision"] == "tf32x3"
+    (line,) = list(csv.DictReader(csv_path.open()))
+    assert line["problem"] == "a" and float(line["speedup"]) == 2.0
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("bench")(bench_cmd)
+    app.command("noop")(lambda: None)  # two commands: `bench` stays a subcommand
+    return app
+
+
+def bench(out, platform: str, *options: str, suite=PROBLEMS / "level2"):
+    """`kforge bench SUITE --platform P --out OUT OPTIONS...` through the CLI."""
+    args = ["bench", str(suite), "--platform", platform, "--out", str(out), *options]
+    return CliRunner().invoke(_app(), args)
+
+
+def test_bench_command_on_cpu_triton(tmp_path):
+    out = bench(tmp_path, "cpu-triton", "--sizes", "ci", "--budget", "1", "--match", "06_gemm")
+    assert out.exit_code == 0, out.output
+    data = json.loads((tmp_path / "bench.json").read_text())
+    (row,) = data["rows"]
+    assert row["verified"] and row["status"] == "OK" and row["speedup"] is None  # interpreter
+    assert data["summary"]["fast_0"] == 1.0
+    assert (tmp_path / "bench.csv").is_file()
+    assert (tmp_path / "best" / "06_gemm_add_leaky_relu.py").is_file()
+    assert "geomean speedup" in out.output
+
+
+def test_bench_jobs_run_problems_side_by_side_and_keep_the_suite_order(tmp_path):
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    names = ["01_gemm_bias_relu", "06_gemm_add_leaky_relu", "11_gemm_max_scale"]
+    for name in names:
+        shutil.copy(PROBLEMS / "level2" / f"{name}.py", suite)
+    out = bench(tmp_path / "out", "cpu-triton", "--sizes", "ci", "--budget", "1", "--jobs", "2",
+                suite=suite)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert [row["problem"] for row in data["rows"]] == names
+    assert all(row["verified"] for row in data["rows"]) and data["meta"]["jobs"] == 2
+    refused = bench(tmp_path / "out", "cpu-cpp", "--jobs", "2", "--screen", "4", suite=suite)
+    assert refused.exit_code != 0 and "--jobs 1" in refused.output
+
+
+def test_bench_command_refuses_an_empty_suite(tmp_path):
+    out = bench(tmp_path, "cpu-triton", "--match", "nothing")
+    assert out.exit_code != 0 and "no problems" in out.output
+
+
+@pytest.mark.slow
+def test_bench_command_on_cpu_cpp_with_baselines(tmp_path):
+    out = bench(tmp_path, "cpu-cpp", "--sizes", "ci", "--budget", "2", "--match", "13_gemm")
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row["verified"] and row["attempts"] == 2
+    assert row["eager_ms"] and row["compile_ms"] and row["speedup"] and row["roofline"]
+
+
+def test_resume_keeps_earlier_rows_and_refuses_another_policy(tmp_path):
+    kept = BenchRow("01_gemm_bias_relu", "OK", 3.0, 2.0, 1.0, 2.0, "tf32x3", verified=True)
+    meta = {"policy": "strict", "platform": "cpu-triton"}
+    write_outputs([kept], summarize([kept]), tmp_path, meta)
+    one = PROBLEMS / "level2" / "01_gemm_bias_relu.py"
+    out = bench(tmp_path, "cpu-triton", "--sizes", "ci", "--resume", suite=one)
+    assert out.exit_code == 0, out.output
+    assert "kept from the earlier run" in out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row == dataclasses.asdict(kept)  # not evaluated again
+    refused = bench(tmp_path, "cpu-triton", "--resume", "--policy", "loose", suite=one)
+    assert refused.exit_code != 0 and "holds a strict run on cpu-triton" in refused.output
+
+
+@pytest.mark.slow
+def test_bench_screens_genomes_before_the_evaluator(tmp_path):
+    out = bench(tmp_path, "cpu-cpp", "--sizes", "ci", "--budget", "1", "--screen", "4",
+                "--match", "01_gemm")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "screened 4 genomes in-process" in out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert row["verified"] and row["attempts"] == 1 and "screened 1 of 4" in row["message"]
