@@ -1,8 +1,9 @@
-"""Where one evaluation's time goes, on the machine it runs on (issue 6: the GPU sat idle
-while the evaluator was busy).
+"""Usage: python scripts/eval_phases.py OUTDIR [--problems 01 13] [--python-profile] ...
+
+Where one evaluation's time goes, on the machine it runs on. All options:
 
     python scripts/eval_phases.py OUTDIR [--problems 01 13] [--platform cuda-triton] \
-        [--sizes NAME] [--policy loose] [--repeat 2]
+        [--sizes NAME] [--policy loose] [--repeat 2] [--python-profile]
 
 For each problem the builtin agent's seed draft is evaluated `repeat` times by one
 Evaluator: the first pays for the reference and the baselines, the later ones cost what a

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The builtin synthesizer's bench on a GPU (issue 5), detached so that it outlives one device
-# call. From the repo root, on the GPU machine:
+# Usage: scripts/gpu_bench.sh start RUNDIR [STATE] | watch RUNDIR SECONDS OUTDIR
+# The builtin synthesizer's bench on a GPU, detached so that it outlives one device call.
+# From the repo root, on the GPU machine:
 #   scripts/gpu_bench.sh start RUNDIR [STATE]       # benches in a new session (see RUNS)
 #   scripts/gpu_bench.sh watch RUNDIR SECONDS OUTDIR  # wait (up to SECONDS), copy results
 # RUNS="policy:budget ..." (default "strict:2 loose:2"); SUITE (default level2); SCREEN (genomes

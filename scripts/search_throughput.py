@@ -1,8 +1,11 @@
-"""Search throughput on a GPU machine (issue 6, item 9): one `kforge search` on cuda-triton
-with the builtin agent, measured from outside.
+"""Usage: python scripts/search_throughput.py OUTDIR --workers 1 [--problems 01 02 ...] ...
 
-    python scripts/search_throughput.py OUTDIR --workers 1 [--problems 01 02 ...] \
-        [--lineages 1] [--generations 2] [--sizes NAME] [--max-minutes M]
+Search throughput on a GPU machine: one `kforge search` on cuda-triton with the builtin
+agent, measured from outside. All options:
+
+    python scripts/search_throughput.py OUTDIR --workers 1 [--per-gpu 1] [--problems 01 02 ...] \
+        [--lineages 1] [--generations 2] [--sizes NAME] [--policy loose] \
+        [--platform cuda-triton] [--max-minutes M]
 
 While the search runs, nvidia-smi samples every GPU's utilization twice a second (the
 fraction of time a kernel was running: the GPU's busy fraction). Afterwards the search's

@@ -1,4 +1,6 @@
-"""Print a markdown table of speedups from `kforge eval --json` outputs: speedup_table.py FILE..."""
+"""Usage: python scripts/speedup_table.py FILE.json ...   (`kforge eval --json` outputs)
+
+Prints a markdown table of their speedups over eager and torch.compile."""
 
 import json
 import sys

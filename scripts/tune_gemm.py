@@ -1,6 +1,8 @@
-"""GEMM tile sweep on a GPU: which builtin genomes, and which load style, run a level2
+"""Usage: python scripts/tune_gemm.py [PROBLEM ...]   (default: 01_gemm_bias_relu)
+
+GEMM tile sweep on a GPU: which builtin genomes, and which load style, run a level2
 GEMM fastest. Prints figures only; it changes nothing. Run from the repo root on the GPU
-machine:  python scripts/tune_gemm.py [PROBLEM ...]
+machine.
 
 1. cuBLAS (torch.mm, fp32 and tf32) on the problem's GEMM: the ceiling to compare with.
 2. A plain Triton GEMM with TMA tensor descriptors (no epilogue), plain and persistent.

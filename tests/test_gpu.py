@@ -139,8 +139,8 @@ def test_builtin_agent_kernels_verify_and_generalize_on_the_gpu(problem, policy,
 @pytest.mark.parametrize("loads", ["tma", "pointer"])
 def test_presplit_tf32x3_passes_strict_on_the_tensor_cores(loads):
     """tf32x3 with the weight split once and the tensor cores' partial sum promoted to fp32
-    every 2 k blocks. Their accumulator rounds toward zero (scripts/emulate_tf32x3.py models
-    it), which the interpreter does not: only real tensor cores at K = 8192 can show it."""
+    every 2 k blocks. Their accumulator rounds toward zero (docs/synthesizer.md, "tf32x3"),
+    which the interpreter does not: only real tensor cores at K = 8192 can show it."""
     from kforge_search.agents.builtin import BuiltinAgent, TritonGenome
 
     platform = get_platform("cuda-triton")

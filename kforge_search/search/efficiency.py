@@ -9,7 +9,7 @@ strategy is the number of evaluations after which its best speedup first reaches
 best speedup known for the problem (the best either strategy found in any trial).
 
 The oracle of `kforge bench --search-efficiency` times genomes in-process with the
-evaluator's timing methods (agents/screen.py): both strategies see identical measurements,
+evaluator's timing methods (agents/builtin/screen.py): both strategies see identical measurements,
 and a genome timed once is not timed again. Its results are rankings, not reported kernels.
 """
 

@@ -126,7 +126,7 @@ def search_problem(
     """Evaluate up to `budget` drafts; the parents in order, and why it stopped early.
 
     With `screen` > 0 (the builtin agent on a timed platform), that many genomes are first
-    timed in this process (agents/screen.py) and the fastest `budget` go to the evaluator;
+    timed in this process (agents/builtin/screen.py) and the fastest `budget` go to the evaluator;
     what budget is left goes to the agent's own proposals."""
     support = agent.supports(problem, platform)
     if not support.ok:

@@ -97,9 +97,9 @@ def _three_dot_steps(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
     memory: K steps of 32), then with bf16x3 (both promoted out of the tensor cores)."""
     if not isinstance(seed, TritonGenome) or seed.precision != "tf32x3" or seed.x3 != "triton":
         return []
-    # H100 (scripts/screen_steps.py, 1024x8192x8192): 128x256 tiles, 2 stages and promote 8
-    # ran 0.75 ms against 0.91 ms for the seed's 128x128 tiles, 3 stages and promote 4; not
-    # where the tile is pooled along features (14, 15: 1.67 ms against 1.31-1.34 ms)
+    # H100 (screen() timings, 1024x8192x8192; docs/synthesizer.md): 128x256 tiles, 2 stages and
+    # promote 8 ran 0.75 ms against 0.91 ms for the seed's 128x128 tiles, 3 stages and promote
+    # 4; not where the tile is pooled along features (14, 15: 1.67 ms against 1.31-1.34 ms)
     bf16x3 = dataclasses.replace(seed, precision="bf16x3")
     pooled = any(stage.pool is not None for stage in plan.stages)
     if seed.block_m * seed.block_n == 128 * 128 and not pooled:

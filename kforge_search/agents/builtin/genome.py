@@ -26,7 +26,7 @@ LOADS = ("pointer", "tma")
 # How a tf32x3 dot is made: Triton's own split of both operands in every k step, or the
 # weight split into tf32 hi + lo once at init and three tf32 dots whose partial sum over
 # `promote` k blocks leaves the tensor cores for an fp32 add (their accumulator rounds
-# toward zero: held there for the whole K loop it loses strict's bound, scripts/emulate_tf32x3.py)
+# toward zero: held there for the whole K loop it loses strict's bound; docs/synthesizer.md)
 X3_SPLITS = ("triton", "presplit")
 SMEM_BYTES = 200 * 1024  # what the pipelined operand tiles may take (H100: 227 KiB per SM)
 

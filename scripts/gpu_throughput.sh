@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 6's GPU figures in one go (items 9 and 8). From the repo root on the GPU machine:
-#   scripts/gpu_issue6.sh OUTDIR [throughput|efficiency|shared|all]
+# Usage: scripts/gpu_throughput.sh OUTDIR [throughput|efficiency|shared|all]   (GPU machine)
+# The search's figures on a GPU: its throughput and its efficiency (all, the default:
+# throughput then efficiency). From the repo root:
 # throughput: scripts/search_throughput.py with 1 evaluator actor, then with 2 where the
 #   machine has 2 GPUs (same problems and settings, a fresh cache each): evaluations per
 #   GPU-minute, busy fractions, best speedups, and the 2-vs-1 ratio.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# GPU run for the foundation issue: gpu tests, then speedups of the honest GPU candidates at
-# the problems' real sizes. Usage (on a GPU machine, from the repo root): scripts/gpu_issue2.sh OUTDIR [all|tests|table]
+# Usage: scripts/gpu_check.sh OUTDIR [all|tests|table]   (on a GPU machine, from the repo root)
+# tests: the GPU tests (tests/test_gpu.py); table: `kforge eval` of the example GPU candidates
+# (examples/candidates/) at the problems' real sizes, as a markdown speedup table
+# (scripts/speedup_table.py) in OUTDIR/table.md; all (default): both.
 set -uo pipefail
 out=${1:-out}
 mkdir -p "$out/json"
