@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from functools import cache
+import threading
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -10,15 +11,37 @@ import jinja2
 from kforge_search.agents.builtin.ir import Graph, Kind
 from kforge_search.agents.builtin.plan import Plan, StagePlan, closure
 
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+_lock = threading.Lock()
+_loaded: dict[str, jinja2.Environment] = {}
 
-@cache
+
 def environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("kforge_search.agents.builtin", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
+    """The synthesizer's templates, read and compiled once (under a lock) and then served
+    from memory: bench jobs render from several threads at once, and a template must not be
+    looked up on disk again mid-render (a file briefly missing or changing, or two threads
+    loading it, once gave `TemplateNotFound: triton/gemm.py.j2` on the H100)."""
+    env = _loaded.get("env")
+    if env is not None:
+        return env
+    with _lock:
+        if "env" not in _loaded:
+            sources = {
+                path.relative_to(TEMPLATES).as_posix(): path.read_text()
+                for path in sorted(TEMPLATES.rglob("*.j2"))
+            }
+            env = jinja2.Environment(
+                loader=jinja2.DictLoader(sources),
+                undefined=jinja2.StrictUndefined,
+                keep_trailing_newline=True,
+                autoescape=False,
+                auto_reload=False,
+                cache_size=-1,  # never evicted: every template stays compiled
+            )
+            for name in sources:  # compiled now, not by the first thread that renders it
+                env.get_template(name)
+            _loaded["env"] = env
+    return _loaded["env"]
 
 
 def render_template(template: str, **values: Any) -> str:
