@@ -87,7 +87,8 @@ def error_kind(result: EvalResult) -> str:
     """A short class of failure to group by: "static:no-triton-jit", "timeout:build", ..."""
     if result.status is Status.OK:
         return ""
-    if result.status is Status.REJECTED and result.artifacts.reasons:
+    named = result.status in (Status.REJECTED, Status.COMPILE_ERROR)  # static:undefined-name
+    if named and result.artifacts.reasons:
         return result.artifacts.reasons[0]
     if result.status is Status.INCORRECT and result.artifacts.mismatch:
         return f"mismatch:{result.artifacts.mismatch.reason}"

@@ -340,10 +340,14 @@ class Evaluator:
         with clock.timed("static_check"):
             check = static_check(source, platform.language)
         if not check.ok:
+            what = {
+                Status.COMPILE_ERROR: "the candidate cannot run as a module of its own",
+                Status.REJECTED: "the static check found no usable kernel",
+            }[check.status]
             return replace(
                 base,
-                status=Status.REJECTED,
-                message="the static check found no usable kernel:\n" + check.message,
+                status=check.status,
+                message=f"{what}:\n{check.message}",
                 artifacts=Artifacts(reasons=check.reasons),
                 phases=clock.phases(),
             )

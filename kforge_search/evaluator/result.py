@@ -73,7 +73,9 @@ class Artifacts:
     output_tail: str = ""  # what the candidate printed (head and tail kept)
     traceback: str = ""
     mismatch: Mismatch | None = None
-    reasons: tuple[str, ...] = ()  # named reasons for REJECTED, e.g. "static:no-triton-jit"
+    # named reasons for REJECTED (e.g. "static:no-triton-jit"), or for the static check's
+    # COMPILE_ERROR ("static:undefined-name")
+    reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
-"""Static check: before anything runs, is there a real kernel for the platform in the source?
+"""Static check: before anything runs, is there a real kernel for the platform in the source,
+and does the module stand on its own?
 
 Each rule is a small function `check_*(tree, source) -> Finding | None`; presets group them
-per platform language. A finding has a named reason (for the store and for tests) and a
-message that says what to do.
+per platform language. A finding has a named reason (for the store and for tests), a
+message that says what to do, and the status it gives the candidate: REJECTED when the
+kernel is missing, COMPILE_ERROR when the module cannot run (a name it never defines).
 """
 
 from __future__ import annotations
@@ -11,11 +13,21 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kforge_search.evaluator.free_names import free_names
+from kforge_search.evaluator.result import Status
+
+SHOW_NAMES = 8  # undefined names listed in a finding
+
 
 @dataclass(frozen=True)
 class Finding:
     reason: str
     message: str
+    status: Status = Status.REJECTED
+
+    def __post_init__(self) -> None:
+        if self.status not in (Status.REJECTED, Status.COMPILE_ERROR):
+            raise ValueError(f"a static finding is REJECTED or COMPILE_ERROR, not {self.status}")
 
 
 @dataclass(frozen=True)
@@ -30,6 +42,15 @@ class StaticCheck:
     @property
     def message(self) -> str:
         return "\n".join(f"- {f.message}" for f in self.findings)
+
+    @property
+    def status(self) -> Status:
+        """OK, else COMPILE_ERROR where the module cannot run at all, else REJECTED."""
+        if self.ok:
+            return Status.OK
+        if any(f.status is Status.COMPILE_ERROR for f in self.findings):
+            return Status.COMPILE_ERROR
+        return Status.REJECTED
 
 
 Rule = Callable[[ast.Module, str], Finding | None]
@@ -137,10 +158,33 @@ def check_no_cuda_on_cpu(tree: ast.Module, source: str) -> Finding | None:
     return None
 
 
+def check_self_contained(tree: ast.Module, source: str) -> Finding | None:
+    """Every name the module reads is defined in it (or imported, or a builtin): it runs on
+    its own, without the problem's module (`Model`, its helpers and constants)."""
+    found = free_names(tree)
+    if not found.names:  # nothing free, or undecidable (a star import): not flagged
+        return None
+    shown = ", ".join(f"`{n.name}` (line {n.line})" for n in found.names[:SHOW_NAMES])
+    more = len(found.names) - SHOW_NAMES
+    listed = shown + (f" and {more} more" if more > 0 else "")
+    hint = (
+        " ModelNew must not refer to Model: write `super().__init__()`."
+        if "Model" in found.free
+        else ""
+    )
+    return Finding(
+        "static:undefined-name",
+        f"undefined name(s) {listed}: the candidate must be self-contained. It runs on its "
+        "own, without the problem's module: define or import every function, class and "
+        f"constant it uses in the candidate itself.{hint}",
+        Status.COMPILE_ERROR,
+    )
+
+
 PRESETS: dict[str, tuple[Rule, ...]] = {
-    "triton": (check_model_new, check_triton_kernel, check_triton_launch),
-    "cuda-cpp": (check_model_new, check_load_inline, check_cuda_global),
-    "cpp": (check_model_new, check_load_inline, check_no_cuda_on_cpu),
+    "triton": (check_model_new, check_triton_kernel, check_triton_launch, check_self_contained),
+    "cuda-cpp": (check_model_new, check_load_inline, check_cuda_global, check_self_contained),
+    "cpp": (check_model_new, check_load_inline, check_no_cuda_on_cpu, check_self_contained),
 }
 
 
