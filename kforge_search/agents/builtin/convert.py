@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kforge_search.agents.builtin.dims import Dims, canonical, is_seg
 from kforge_search.agents.builtin.ir import (
     Arg,
     Ew,
@@ -27,8 +28,6 @@ from kforge_search.agents.builtin.ir import (
     Work,
 )
 from kforge_search.agents.builtin.trace import Traced, source_of
-
-Dims = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -73,11 +72,11 @@ class Indexed:
 def kind_of(dims: Dims, lead: Dims) -> Kind:
     tokens = [t for t in dims if t != 1]
     leads = [t for t in tokens if isinstance(t, str) and t.startswith("L")]
-    if leads and tuple(leads) != lead:
+    if leads and tuple(sorted(leads)) != lead:
         raise UnsupportedError("broadcast over part of the leading dims", str(dims))
-    if "S" in tokens and "G" not in tokens:
+    if any(is_seg(t) for t in tokens) and "G" not in tokens:
         raise UnsupportedError("broadcast along a segment", str(dims))
-    has_c = "C" in tokens or "S" in tokens
+    has_c = "C" in tokens or any(is_seg(t) for t in tokens)
     if leads:
         return Kind.MAT if has_c else (Kind.SEG if "G" in tokens else Kind.ROW)
     if has_c:
@@ -113,6 +112,7 @@ class Converter:
         self.gemm_sizes: list[tuple[int, int, int, int]] = []
         self.tail_ops = 0.0
         self.read: dict[str, int] = {}  # leaf expression -> elements read
+        self.token_size: dict[str, int] = {}  # the current space's dims tokens -> traced size
 
     # -- building nodes --------------------------------------------------------------------
     def _add(self, make: Any) -> int:
@@ -122,19 +122,15 @@ class Converter:
 
     def leaf(self, leaf: Leaf, dims: Dims, ref: T | None = None) -> T:
         kind = kind_of(dims, self.lead)
-        if (
-            kind is Kind.MAT
-            and ref is not None
-            and ref.shape[: len(self.lead)] != leaf.shape[: len(self.lead)]
-        ):
-            raise UnsupportedError("broadcast", f"{leaf.expr} of shape {leaf.shape}")
         space = ref.space if ref else self.space
         self.read[leaf.expr] = _numel(leaf.shape)
         node_id = self._add(lambda i: Load(i, kind, leaf.expr, space))
         return T(node_id, dims, leaf.shape, space, self.stage)
 
     def align(self, leaf: Leaf, ref: T) -> T:
-        """A leaf's dims by right-aligning its shape with `ref` (numpy broadcasting)."""
+        """A leaf's dims by right-aligning its shape with `ref` (numpy broadcasting). Where
+        `ref` has size 1 (a statistic kept as [B, 1]) or no dim at all, the leaf's size names
+        the dim: the one dim of the GEMM's space with that size that `ref` lacks."""
         if leaf.transposed:
             raise UnsupportedError("transposed tensor in an elementwise op", leaf.expr)
         dims: list[str | int] = []
@@ -144,11 +140,29 @@ class Converter:
                 dims.append(1)
             elif i <= len(ref.shape) and ref.shape[-i] == size and ref.dims[-i] != 1:
                 dims.append(ref.dims[-i])
-            else:
+            elif i <= len(ref.shape) and ref.shape[-i] != 1:
                 raise UnsupportedError(
                     "broadcast", f"{leaf.expr} of shape {leaf.shape} against {ref.shape}"
                 )
-        return self.leaf(leaf, tuple(reversed(dims)), ref)
+            else:
+                dims.append(self._token_of_size(leaf, size, (*ref.dims, *dims)))
+        out = tuple(reversed(dims))
+        if kind_of(out, self.lead) in (Kind.MAT, Kind.SEG) and not canonical(out):
+            raise UnsupportedError(
+                "broadcast",
+                f"{leaf.expr} of shape {leaf.shape}: a "
+                "tensor whose dims are in another order than the GEMM's",
+            )
+        return self.leaf(leaf, out, ref)
+
+    def _token_of_size(self, leaf: Leaf, size: int, taken: Dims) -> str:
+        found = [t for t, n in self.token_size.items() if n == size and t not in taken]
+        if len(found) != 1:
+            why = "no dim of the GEMM's output" if not found else f"several dims ({found})"
+            raise UnsupportedError(
+                "broadcast", f"{leaf.expr} of shape {leaf.shape}: size {size} matches {why}"
+            )
+        return found[0]
 
     def ew(self, fn: str, *args: Any) -> T:
         tensors = [a for a in args if isinstance(a, T)]
@@ -179,8 +193,8 @@ class Converter:
         if token == 1:
             return x  # a reduction over a size-1 dim is the identity
         kind = kind_of(x.dims, self.lead)
-        if kind is not Kind.MAT:
-            raise UnsupportedError(f"{fn} over dim {dim}", f"of a {kind.value} value")
+        if kind is not Kind.MAT or not canonical(x.dims):
+            raise UnsupportedError(f"{fn} over dim {dim}", f"of a {kind.value} value {x.dims}")
         last = max(i for i, t in enumerate(x.dims) if t != 1)
         if dim == last and token in ("C", "S"):
             axis, groups = "row", (self.groups if token == "S" else None)
@@ -222,6 +236,7 @@ class Converter:
             self.read[a.expr] = _numel(a.shape)
         self.stage += 1
         self.space = 0
+        self.token_size = {f"L{i}": size for i, size in enumerate(lead_shape)} | {"C": n}
         node_id = self._add(lambda i: Gemm(i, a_ref, b.expr, b_layout, batched))
         return T(node_id, (*self.lead, "C"), (*lead_shape, n), 0, self.stage)
 
@@ -229,9 +244,18 @@ class Converter:
         if x.space != 0 or x.dims[-1] != "C" or kind_of(x.dims, self.lead) is not Kind.MAT:
             raise UnsupportedError(f"{fn}_pool", "only once, along the GEMM's columns")
         self.space = 1
+        self.token_size["C"] = out_shape[-1]
         self.tail_ops += _numel(x.shape)
         node_id = self._add(lambda i: Pool(i, fn, x.id, k))
         return T(node_id, x.dims, out_shape, 1, x.stage)
+
+    def segments(self, groups: Scalar, pieces: tuple[int, ...]) -> tuple[str, ...]:
+        """Tokens of the columns viewed as `groups` segments of `pieces` (an image's pixels:
+        S1, S2, ... when a segment is viewed as several dims)."""
+        self.set_groups(groups)
+        names = ("S",) if len(pieces) == 1 else tuple(f"S{i + 1}" for i in range(len(pieces)))
+        self.token_size.update({"G": int(groups.value), **dict(zip(names, pieces, strict=True))})
+        return ("G", *names)
 
     def set_groups(self, groups: Scalar) -> None:
         if self.groups is not None and self.groups != groups:
@@ -241,6 +265,8 @@ class Converter:
     def graph(self, out: T) -> Graph:
         if kind_of(out.dims, self.lead) is Kind.ONE:
             raise UnsupportedError("a scalar output")
+        if any(is_seg(t) and t != "S" for t in out.dims):
+            raise UnsupportedError("an image-shaped output", "view it back to rows of features")
         work = Work(
             tuple(self.gemm_sizes),
             self.tail_ops,

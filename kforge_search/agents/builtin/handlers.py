@@ -5,10 +5,20 @@ Anything not in these tables is `unsupported: <name>`; nothing falls back to tor
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-from kforge_search.agents.builtin.convert import Converter, DimOf, Indexed, Leaf, ShapeOf, T, scalar
+from kforge_search.agents.builtin.convert import (
+    Converter,
+    DimOf,
+    Indexed,
+    Leaf,
+    ShapeOf,
+    T,
+    scalar,
+)
+from kforge_search.agents.builtin.dims import is_seg
 from kforge_search.agents.builtin.ir import Scalar, UnsupportedError
 from kforge_search.agents.builtin.trace import Traced, source_of
 
@@ -106,30 +116,40 @@ def reshape(cv: Converter, node: Any, x: Any, shape_args: tuple[Any, ...]) -> An
     tokens: list[str | int]
     if kept == sizes:
         tokens = [t for t, _ in old]
-    elif (
-        old
-        and old[-1][0] == "C"
-        and len(kept) == len(sizes) + 1
-        and kept[:-2] == sizes[:-1]
-        and kept[-2] * kept[-1] == sizes[-1]
-    ):
-        arg = shape_args[positions[-2]] if positions[-2] < len(shape_args) else None
-        if not isinstance(arg, int) or isinstance(arg, bool) or arg != kept[-2]:
+    elif split := _split(old, kept, sizes):
+        arg = shape_args[positions[-split]] if positions[-split] < len(shape_args) else None
+        if not isinstance(arg, int) or isinstance(arg, bool) or arg != kept[-split]:
             raise UnsupportedError("view into segments", "the segment count must be an int")
-        cv.set_groups(Scalar(float(arg), source_of(arg)))
-        tokens = [t for t, _ in old[:-1]] + ["G", "S"]
-    elif (
-        len(old) >= 2
-        and [t for t, _ in old[-2:]] == ["G", "S"]
-        and kept[:-1] == sizes[:-2]
-        and kept[-1] == sizes[-2] * sizes[-1]
-    ):
-        tokens = [t for t, _ in old[:-2]] + ["C"]
+        pieces = tuple(kept[len(kept) - split + 1 :])
+        groups = Scalar(float(arg), source_of(arg))
+        tokens = [t for t, _ in old[:-1]] + list(cv.segments(groups, pieces))
+    elif merged := _merged(old, kept, sizes):
+        tokens = [t for t, _ in old[:-merged]] + ["C"]
     else:
         raise UnsupportedError("view", f"{x.shape} -> {new}")
     it = iter(tokens)
     dims = tuple(1 if s == 1 else next(it) for s in new)
     return T(x.id, dims, new, x.space, x.stage)
+
+
+def _split(old: list[tuple[Any, int]], kept: list[int], sizes: list[int]) -> int:
+    """How many dims the columns are viewed as (segments, then a segment's dims), or 0."""
+    extra = len(kept) - len(sizes)
+    if not old or old[-1][0] != "C" or extra < 1 or kept[: len(sizes) - 1] != sizes[:-1]:
+        return 0
+    return extra + 1 if math.prod(kept[len(sizes) - 1 :]) == sizes[-1] else 0
+
+
+def _merged(old: list[tuple[Any, int]], kept: list[int], sizes: list[int]) -> int:
+    """How many trailing dims (segments, then a segment's dims) merge back into the
+    columns, or 0."""
+    tail = [t for t, _ in old]
+    n = len(tail) - tail.index("G") if "G" in tail else 0
+    if n < 2 or not all(is_seg(t) for t in tail[-n + 1 :]):
+        return 0
+    if kept[:-1] != sizes[:-n] or kept[-1] != math.prod(sizes[-n:]):
+        return 0
+    return n
 
 
 def transpose(x: Any, d0: int, d1: int) -> Leaf:

@@ -8,6 +8,7 @@ from typing import Any
 
 import jinja2
 
+from kforge_search.agents.builtin.dims import canonical, rank
 from kforge_search.agents.builtin.ir import Graph, Kind
 from kforge_search.agents.builtin.plan import Plan, StagePlan, closure
 
@@ -72,25 +73,33 @@ def buffer_shape(kind: Kind, stage: int) -> str:
 
 
 def output_line(plan: Plan) -> str:
-    """The return statement: the output buffer, viewed as the reference's shape."""
+    """The return statement: the output buffer, viewed as the reference's shape (permuted
+    when the output's dims come in another order than the kernels', e.g. (1, N, B, 1))."""
     out = f"b{plan.graph.output}"
-    if plan.graph.out_dims == ("L0", "C") or plan.graph.out_dims == ("L0",):
+    dims = plan.graph.out_dims
+    if dims == ("L0", "C") or dims == ("L0",):
         return f"return {out}"  # the buffer already has this shape
-    return f"return {out}.view({out_view(plan)})"
+    if canonical(dims):
+        return f"return {out}.view({out_view(plan)})"
+    tokens = [t for t in dims if t != 1]
+    order = sorted(tokens, key=rank)
+    perm = ", ".join(str(order.index(t)) for t in tokens)
+    sizes = ", ".join(_size_expr(plan, t) for t in order)
+    return f"return {out}.view({sizes}).permute({perm}).view({out_view(plan)})"
+
+
+def _size_expr(plan: Plan, token: str | int) -> str:
+    stage = plan.stage_of[plan.graph.output]
+    if token == 1:
+        return "1"
+    if str(token).startswith("L"):
+        return f"lead[{str(token)[1:]}]"
+    return {"C": f"NC{stage}", "G": "G", "S": f"SEG{stage}"}[str(token)]
 
 
 def out_view(plan: Plan) -> str:
     """The output's shape as forward-side expressions."""
-    stage = plan.stage_of[plan.graph.output]
-    parts = []
-    for token in plan.graph.out_dims:
-        if token == 1:
-            parts.append("1")
-        elif str(token).startswith("L"):
-            parts.append(f"lead[{str(token)[1:]}]")
-        else:
-            parts.append({"C": f"NC{stage}", "G": "G", "S": f"SEG{stage}"}[str(token)])
-    return ", ".join(parts)
+    return ", ".join(_size_expr(plan, t) for t in plan.graph.out_dims)
 
 
 def leaf_prep(names_tensors: dict[tuple[str, Kind], str], contiguous: bool = True) -> list[str]:

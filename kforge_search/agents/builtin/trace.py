@@ -1,9 +1,9 @@
 """Trace a problem's Model with torch.fx on the meta device (no memory, no compute).
 
-Plain int and float attributes of the model are wrapped in `int`/`float` subclasses that
-remember their attribute path before tracing, so a constant in the graph such as `0.5` in
-`x * self.scaling_factor` is known to come from `self.scaling_factor` and is read there at
-run time by the generated ModelNew (not baked in).
+Plain int and float attributes of the model (and tuples of them) are wrapped in
+`int`/`float` subclasses that remember their attribute path before tracing, so a constant in
+the graph such as `0.5` in `x * self.scaling_factor` is known to come from
+`self.scaling_factor` and is read there at run time by the generated ModelNew (not baked in).
 """
 
 from __future__ import annotations
@@ -51,10 +51,19 @@ def _wrap_scalars(model: Any) -> None:
     for path, module in model.named_modules():
         prefix = f"self.{path}." if path else "self."
         for key, value in list(vars(module).items()):
-            if key.startswith("_") or type(value) not in (int, float):
+            if key.startswith("_"):
                 continue
-            wrap = NamedInt if type(value) is int else NamedFloat
-            module.__dict__[key] = wrap(value, prefix + key)
+            if type(value) in (int, float):
+                module.__dict__[key] = _named(value, prefix + key)
+            elif type(value) is tuple and all(type(v) in (int, float) for v in value):
+                # a tuple of sizes (an image's channels, height, width): each element named
+                module.__dict__[key] = tuple(
+                    _named(v, f"{prefix}{key}[{i}]") for i, v in enumerate(value)
+                )
+
+
+def _named(value: int | float, source: str) -> NamedInt | NamedFloat:
+    return NamedInt(value, source) if type(value) is int else NamedFloat(value, source)
 
 
 def trace_problem(problem: Problem) -> Traced | Unsupported:
