@@ -7,6 +7,7 @@ compute the same thing in the same order of magnitude of error.
 from __future__ import annotations
 
 from kforge_search.agents.builtin.convert import Converter, Leaf, T
+from kforge_search.agents.builtin.dims import is_seg
 from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError
 
 
@@ -94,13 +95,36 @@ def group_norm(
 
 
 def instance_norm(cv: Converter, x: T, w: Leaf | None, b: Leaf | None, eps: Scalar) -> T:
-    if len(x.dims) != len(cv.lead) + 2 or x.dims[-1] not in ("S", "C"):
-        raise UnsupportedError("instance_norm", f"on dims {x.dims}: needs [N, C, L]")
-    y = _normalize(cv, x, -1, eps)
-    shape = (x.shape[-2], 1)  # the affine vectors broadcast along each channel
-    w = Leaf(w.expr, shape) if w is not None else None
-    b = Leaf(b.expr, shape) if b is not None else None
-    return _affine(cv, y, w, b)
+    """InstanceNorm1d/2d/3d on [N, C, *spatial]: statistics per (sample, channel) over the
+    spatial dims. The GEMM's columns viewed as channels of pixels make them row segments; a
+    single channel (a row lifted to [N, 1, 1, F]) makes them whole rows."""
+    if len(cv.lead) != 1 or len(x.dims) < 3 or x.dims[0] != "L0":
+        raise UnsupportedError("instance_norm", f"on dims {x.dims}: needs [batch, C, ...]")
+    channel, spatial = x.dims[1], [t for t in x.dims[2:] if t != 1]
+    if channel == "G" and spatial and all(is_seg(t) for t in spatial):
+        size = x.shape[1]
+        flat = T(x.id, ("L0", "G", "S"), (x.shape[0], size, _numel(x.shape[2:])), x.space, x.stage)
+    elif channel == 1 and spatial == ["C"]:
+        size = 1
+        flat = T(x.id, ("L0", "C"), (x.shape[0], _numel(x.shape[2:])), x.space, x.stage)
+    else:
+        raise UnsupportedError("instance_norm", f"on dims {x.dims}: channels of the columns")
+    y = _normalize(cv, flat, -1, eps)
+    shape = (size, 1)  # the affine vectors broadcast along each channel
+    y = _affine(
+        cv,
+        y,
+        Leaf(w.expr, shape) if w is not None else None,
+        Leaf(b.expr, shape) if b is not None else None,
+    )
+    return T(y.id, x.dims, x.shape, y.space, y.stage)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    total = 1
+    for n in shape:
+        total *= n
+    return total
 
 
 def batch_norm(

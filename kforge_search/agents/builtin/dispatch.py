@@ -245,7 +245,7 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
             _leaf(m, path, "bias"),
             scalar(m.eps),
         ),
-        "InstanceNorm1d": lambda: _instance_norm(cv, m, path, x),
+        **{f"InstanceNorm{d}d": lambda: _instance_norm(cv, m, path, x) for d in (1, 2, 3)},
         "BatchNorm1d": lambda: _batch_norm(cv, m, path, x),
     }
     if name not in simple:
@@ -254,10 +254,10 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
 
 
 def _instance_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
-    if m.track_running_stats and not m.training:
-        raise UnsupportedError("InstanceNorm1d with running statistics")
+    if m.track_running_stats:
+        raise UnsupportedError(type(m).__name__, "with running statistics")
     w, b = _leaf(m, path, "weight"), _leaf(m, path, "bias")
-    return desugar.instance_norm(cv, h._tensor(x, "InstanceNorm1d"), w, b, scalar(m.eps))
+    return desugar.instance_norm(cv, h._tensor(x, type(m).__name__), w, b, scalar(m.eps))
 
 
 def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
