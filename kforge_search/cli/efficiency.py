@@ -71,7 +71,7 @@ def run_efficiency(problems: list[Any], plat: Any, policy: str, budget: int, tri
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"platform": plat.name, "policy": policy, "budget": budget, "trials": trials,
-            "reach": REACH, "oracle": "in-process screen timings (agents/screen.py)"}  # fmt: skip
+            "reach": REACH, "oracle": "in-process screen timings (agents/builtin/screen.py)"}  # fmt: skip
     data = {"meta": meta, "problems": report, "overall": overall}
     (folder / "efficiency.json").write_text(json.dumps(data, indent=1))
     console.print(f"wrote {folder / 'efficiency.json'}", highlight=False)

@@ -1,4 +1,4 @@
-"""LLM providers for the generation and analysis agents (issue 7).
+"""LLM providers for the generation and analysis agents.
 
 `config` (LLMConfig, Message, Reply, LLMError), `providers` (OpenAI, Anthropic Messages, any
 OpenAI-compatible base_url; async; the SDK's own retries only), `prices` (cost per call),
