@@ -18,6 +18,7 @@ from kforge_search.agents.builtin.ir import Unsupported
 from kforge_search.agents.builtin.plan import Plan, lower
 from kforge_search.agents.builtin.render_cpp import render_cpp
 from kforge_search.agents.builtin.render_triton import render_triton
+from kforge_search.agents.builtin.rewrite import NOTES, rewrite
 from kforge_search.agents.builtin.trace import trace_problem
 from kforge_search.agents.builtin.triton_kernels import presplit_capable, tma_capable
 from kforge_search.evaluator.result import Status
@@ -33,7 +34,7 @@ def analyze(problem: Problem) -> Plan | Unsupported:
     if isinstance(traced, Unsupported):
         return traced
     graph = convert(traced)
-    return graph if isinstance(graph, Unsupported) else lower(graph)
+    return graph if isinstance(graph, Unsupported) else lower(rewrite(graph))
 
 
 # Genes that change nothing unless the plan has a tail (statistics after the GEMM) ...
@@ -165,6 +166,7 @@ class BuiltinAgent:
         plan = self.plan(problem)
         if isinstance(plan, Unsupported):
             return plan
+        note += "".join(f"; rewritten: {NOTES[r]}" for r in plan.graph.rewrites)
         ops = ",".join(plan.graph.ops())
         doc = (
             f"{problem.name} on {platform.name}: written by kforge's builtin synthesizer "

@@ -165,6 +165,7 @@ class Graph:
     groups: Scalar | None = None  # the segment count of SEG values, when there are any
     input_names: tuple[str, ...] = ()
     work: Work = Work()
+    rewrites: tuple[str, ...] = ()  # exact rewrites applied (rewrite.py), for the note
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]

@@ -231,5 +231,6 @@ def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> 
         cflags=CFLAGS,
         constants=constants,
         derived=any("_kf_derived" in line for line in body),
+        sum_n=any("_kf_sum_n" in line for line in body),
         body="\n".join(body),
     )

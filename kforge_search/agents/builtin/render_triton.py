@@ -238,6 +238,7 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         kernels=[k.source for w in writers for k in w.kernels],
         kernels_names=[k.name for w in writers for k in w.kernels],
         derived=any("_kf_derived" in line for line in body),
+        sum_n=any("_kf_sum_n" in line for line in body),
         tma=any(w.tma for w in writers),
         presplit=any(w.presplit for w in writers),
         bf16=genome.precision in BF16,
