@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console()
+err = Console(stderr=True)
 
 
 def _problems(
@@ -133,20 +134,53 @@ def _bench_problem(
         )
 
     started = time.monotonic()
-    parents, stop = search_problem(
-        problem, platform, policy, budget, evaluator, agent, seed,
-        on_result=show, screen=screen, on_screen=show_screen,
-    )  # fmt: skip
-    plan = agent.plan(problem)  # traced once, by the agent (cached there)
-    work = None if isinstance(plan, Unsupported) else plan.graph.work
-    best = next((p for p in parents if p.result.ok), None)
-    baselines = best.result.baselines if best else ()
-    if not baselines and not stop:
-        ref = evaluator.reference(problem, platform)
-        baselines = evaluator.baselines(problem, platform, ref)
+    try:
+        searched = search_problem(
+            problem, platform, policy, budget, evaluator, agent, seed,
+            on_result=show, screen=screen, on_screen=show_screen,
+        )  # fmt: skip
+        parents, stop = searched.parents, searched.unsupported
+        plan = agent.plan(problem)  # traced once, by the agent (cached there)
+        work = None if isinstance(plan, Unsupported) else plan.graph.work
+        best = next((p for p in parents if p.result.ok), None)
+        baselines = best.result.baselines if best else ()
+        if not baselines and not stop:
+            ref = evaluator.reference(problem, platform)
+            baselines = evaluator.baselines(problem, platform, ref)
+    except Exception as exc:  # the problem could not be run: its row says why, the bench goes on
+        row = _unrunnable(problem, exc, time.monotonic() - started)
+        console.print(f"  {problem.name}: {row.status}: {row.message}", highlight=False)
+        return row, []
     name = next((p.result.device_name for p in parents), "")
-    row = bench_row(problem, parents, stop, work, _peaks(platform, name), baselines)
+    row = bench_row(
+        problem, parents, stop, work, _peaks(platform, name), baselines, searched.agent_error
+    )
     return dataclasses.replace(row, seconds=round(time.monotonic() - started, 1)), parents
+
+
+def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
+    """The row of a problem whose reference, agent or bench raised; an error that is not the
+    reference's or the agent's prints its traceback to stderr (a bug to report)."""
+    import traceback
+
+    from kforge_search.problem import ProblemError
+    from kforge_search.search.suite_bench import (
+        AGENT_ERROR,
+        BENCH_ERROR,
+        REFERENCE_FAILED,
+        AgentError,
+        one_line,
+        unrunnable_row,
+    )
+
+    if isinstance(exc, ProblemError):
+        return unrunnable_row(problem, REFERENCE_FAILED, str(exc), round(seconds, 1))
+    if isinstance(exc, AgentError):
+        cause = exc.__cause__ or exc
+        err.print("".join(traceback.format_exception(cause)), markup=False, highlight=False)
+        return unrunnable_row(problem, AGENT_ERROR, str(exc), round(seconds, 1))
+    err.print("".join(traceback.format_exception(exc)), markup=False, highlight=False)
+    return unrunnable_row(problem, BENCH_ERROR, one_line(exc), round(seconds, 1))
 
 
 def _in_parallel(problems: list[Any], run: Any, first: Any, jobs: int, finished: Any) -> None:
@@ -318,6 +352,7 @@ def bench_cmd(
         f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"
         f" of {summary.problems}; fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
         f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
-        f"\n{json_path}\n{csv_path}",
+        + (f"; {summary.unrunnable} could not be run" if summary.unrunnable else "")
+        + f"\n{json_path}\n{csv_path}",
         highlight=False,
     )

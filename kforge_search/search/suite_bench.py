@@ -5,6 +5,10 @@ builtin agent mutates the fastest verified one); each is evaluated, and the fast
 that verified (and generalizes) is the problem's result. Rows report the eager and
 torch.compile times, the best time, the speedup over the faster of the two baselines, the
 GEMM precision and the fraction of the roofline reached (docs/synthesizer.md defines it).
+
+A problem that cannot be run gets a row too, with the reason in `message`, and the bench goes
+on: REFERENCE_FAILED (its reference raised or exceeded a limit of the evaluator), AGENT_ERROR
+(the agent raised; drafts evaluated before stand) and BENCH_ERROR (anything else raised).
 """
 
 from __future__ import annotations
@@ -42,10 +46,18 @@ FIELDS = (
 )
 
 
+REFERENCE_FAILED = "REFERENCE_FAILED"
+AGENT_ERROR = "AGENT_ERROR"
+BENCH_ERROR = "BENCH_ERROR"
+UNRUNNABLE = (REFERENCE_FAILED, AGENT_ERROR, BENCH_ERROR)
+RUN_AGAIN = (AGENT_ERROR, BENCH_ERROR)  # not a verdict on the problem: --resume runs them again
+
+
 @dataclass(frozen=True)
 class BenchRow:
     problem: str
-    status: str  # the best draft's status, or "unsupported: ..." / the last failure's status
+    status: str  # the best draft's status, "unsupported: ...", the last failure's status, or
+    # one of UNRUNNABLE (the reason in `message`)
     eager_ms: float | None = None
     compile_ms: float | None = None
     best_ms: float | None = None
@@ -69,14 +81,46 @@ class BenchSummary:
     fast_1: float  # ... and faster than the faster baseline
     fast_1_5: float  # ... and at least 1.5x faster
     median_roofline: float | None
+    unrunnable: int = 0  # problems that could not be run (UNRUNNABLE rows)
 
 
 class BenchError(Exception):
     """A bench cannot go on as asked (e.g. resuming from another policy's results)."""
 
 
+class AgentError(Exception):
+    """The agent raised while asked about a problem (`str`: the exception, one line)."""
+
+
+@dataclass(frozen=True)
+class Searched:
+    """One problem's search: the drafts evaluated (in order), why the agent did not try
+    ("unsupported: ..."), and the agent's error when it raised part way (the drafts
+    evaluated before it stand)."""
+
+    parents: list[Parent]
+    unsupported: str = ""
+    agent_error: str = ""
+
+
+def one_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: message`, on one line: what a row's message says of an exception."""
+    text = " ".join(str(exc).split()) or "(no message)"
+    return f"{type(exc).__name__}: {text}"[:limit]
+
+
+def _ask(call: Callable[..., Any], *args: Any) -> Any:
+    """An agent call; whatever it raises comes out as AgentError (the original chained)."""
+    try:
+        return call(*args)
+    except Exception as exc:
+        raise AgentError(one_line(exc)) from exc
+
+
 def load_rows(path: Path, policy: str, platform: str) -> dict[str, BenchRow]:
-    """The rows of an earlier run of the same policy and platform, by problem name."""
+    """The rows of an earlier run of the same policy and platform, by problem name; rows of
+    problems stopped by an error of the agent or the bench (RUN_AGAIN) are left out, to be
+    run again."""
     if not path.exists():
         return {}
     try:
@@ -90,7 +134,7 @@ def load_rows(path: Path, policy: str, platform: str) -> dict[str, BenchRow]:
             f"{path} holds a {meta.get('policy')} run on {meta.get('platform')}, "
             f"not {policy} on {platform}"
         )
-    return {row.problem: row for row in rows}
+    return {row.problem: row for row in rows if row.status not in RUN_AGAIN}
 
 
 def roofline_fraction(
@@ -122,15 +166,19 @@ def search_problem(
     on_result: Callable[[Parent], None] | None = None,
     screen: int = 0,
     on_screen: Callable[[list[Any]], None] | None = None,
-) -> tuple[list[Parent], str]:
-    """Evaluate up to `budget` drafts; the parents in order, and why it stopped early.
+) -> Searched:
+    """Evaluate up to `budget` drafts.
 
-    With `screen` > 0 (the builtin agent on a timed platform), that many genomes are first
-    timed in this process (agents/builtin/screen.py) and the fastest `budget` go to the evaluator;
-    what budget is left goes to the agent's own proposals."""
-    support = agent.supports(problem, platform)
+    The reference runs first, in the evaluator's child: one that fails or exceeds a limit
+    raises ProblemError before any draft is made. With `screen` > 0 (the builtin agent on a
+    timed platform), that many genomes are first timed in this process (agents/screen.py)
+    and the fastest `budget` go to the evaluator; what budget is left goes to the agent's
+    own proposals. The agent raising before any draft is evaluated raises AgentError; later,
+    the search stops there and `Searched.agent_error` says why."""
+    support = _ask(agent.supports, problem, platform)
     if not support.ok:
-        return [], support.reason
+        return Searched([], unsupported=support.reason)
+    evaluator.reference(problem, platform)  # cached: the first evaluation reuses it
     parents: list[Parent] = []
 
     def evaluate(draft: Any) -> None:
@@ -139,27 +187,34 @@ def search_problem(
         if on_result is not None:
             on_result(parents[-1])
 
-    if screen > 0 and platform.timing_meaningful:
-        from kforge_search.agents.builtin.agent import BuiltinAgent
-        from kforge_search.agents.builtin.screen import screened_drafts
+    try:
+        if screen > 0 and platform.timing_meaningful:
+            from kforge_search.agents.builtin.agent import BuiltinAgent
+            from kforge_search.agents.builtin.screen import screened_drafts
 
-        if not isinstance(agent, BuiltinAgent):
-            raise ValueError("screening runs drafts in this process: builtin agent only")
-        drafts, ranked = screened_drafts(agent, problem, platform, policy, screen, budget, seed)
-        if on_screen is not None:
-            on_screen(ranked)
-        for draft in drafts:
-            evaluate(draft)
-    while len(parents) < budget:
-        context = Context(
-            problem, platform, policy, tuple(parents), budget=budget - len(parents), seed=seed
-        )
-        drafts = agent.propose(context)
-        if not drafts:
-            break
-        for draft in drafts[: budget - len(parents)]:
-            evaluate(draft)
-    return parents, ""
+            if not isinstance(agent, BuiltinAgent):
+                raise ValueError("screening runs drafts in this process: builtin agent only")
+            drafts, ranked = _ask(
+                screened_drafts, agent, problem, platform, policy, screen, budget, seed
+            )
+            if on_screen is not None:
+                on_screen(ranked)
+            for draft in drafts:
+                evaluate(draft)
+        while len(parents) < budget:
+            context = Context(
+                problem, platform, policy, tuple(parents), budget=budget - len(parents), seed=seed
+            )
+            drafts = _ask(agent.propose, context)
+            if not drafts:
+                break
+            for draft in drafts[: budget - len(parents)]:
+                evaluate(draft)
+    except AgentError as exc:
+        if not parents:
+            raise
+        return Searched(parents, agent_error=str(exc))
+    return Searched(parents)
 
 
 def best_parent(parents: list[Parent]) -> Parent | None:
@@ -177,21 +232,24 @@ def bench_row(
     work: Any,
     peaks: Peaks | None,
     baselines: tuple[Any, ...] = (),
+    agent_error: str = "",
 ) -> BenchRow:
     """The problem's row: the best verified draft against its baselines (eager, compile), or
-    against `baselines` when no draft verified."""
+    against `baselines` when no draft verified; `agent_error` (the agent raised after these
+    drafts) leads the message."""
     best = best_parent(parents)
     if best is not None and best.result.baselines:
         baselines = best.result.baselines
     eager, compiled = _baseline_ms(baselines, "eager"), _baseline_ms(baselines, "compile")
     if stop:
         return BenchRow(problem.name, stop, eager, compiled, message=stop)
+    error = f"agent error after {len(parents)} drafts: {agent_error}; " if agent_error else ""
     if best is None:
         last = parents[-1].result if parents else None
         status = last.status.value if last else "no draft"
         message = last.message.splitlines()[0][:200] if last and last.message else ""
         return BenchRow(
-            problem.name, status, eager, compiled, attempts=len(parents), message=message
+            problem.name, status, eager, compiled, attempts=len(parents), message=error + message
         )
     timing = best.result.timing
     ms = timing.p50_ms if timing and timing.meaningful else None
@@ -214,8 +272,20 @@ def bench_row(
         verified=True,
         generalizes=best.result.generalizes,
         genome=_genome_text(genome),
-        message=best.draft.note[:200],
+        message=error + best.draft.note[:200],
     )
+
+
+def unrunnable_row(problem: Problem, status: str, reason: str, seconds: float = 0.0) -> BenchRow:
+    """The row of a problem that could not be run: `status` one of UNRUNNABLE, `reason` as
+    the evaluator or the exception gave it, on one line: its first line and, of a longer
+    one (a traceback), its last (the exception)."""
+    if status not in UNRUNNABLE:
+        raise ValueError(f"status {status!r}: use one of {UNRUNNABLE}")
+    lines = [" ".join(line.split()) for line in reason.splitlines() if line.strip()]
+    if len(lines) > 3:
+        lines = [lines[0], "...", lines[-1]]
+    return BenchRow(problem.name, status, seconds=seconds, message=" | ".join(lines)[:500])
 
 
 def _genome_text(genome: Any) -> str:
@@ -242,6 +312,7 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
         fast_1=frac(1.0),
         fast_1_5=frac(1.5),
         median_roofline=statistics.median(roofs) if roofs else None,
+        unrunnable=sum(1 for r in rows if r.status in UNRUNNABLE),
     )
 
 

@@ -20,11 +20,15 @@ from kforge_search.evaluator.result import Baseline, EvalResult, Status, TimingS
 from kforge_search.hardware import Peaks
 from kforge_search.problem import resolve_problem
 from kforge_search.search.suite_bench import (
+    AgentError,
     BenchRow,
     bench_row,
     best_parent,
+    load_rows,
     roofline_fraction,
+    search_problem,
     summarize,
+    unrunnable_row,
     write_outputs,
 )
 from tests.conftest import PROBLEMS
@@ -195,3 +199,164 @@ def test_bench_screens_genomes_before_the_evaluator(tmp_path):
     assert "screened 4 genomes in-process" in out.output
     (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
     assert row["verified"] and row["attempts"] == 1 and "screened 1 of 4" in row["message"]
+
+
+def _gemm_problem(doc: str, in_features: str, out_features: str, init: str = "") -> str:
+    """A Linear + ReLU problem in KernelBench's style; `init` ends Model.__init__."""
+    sizes = f'{{"batch_size": 4, "in_features": {in_features}, "out_features": {out_features}}}'
+    return f'''"""{doc}"""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+{init}
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x))
+
+
+batch_size = 4
+in_features = {in_features}
+out_features = {out_features}
+
+KFORGE_SIZES = {{"ci": {sizes}}}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
+'''
+
+
+# fails where the reference runs; the agent's trace (on the meta device) passes
+BROKEN_REFERENCE = _gemm_problem(
+    "A reference that raises.",
+    "32",
+    "16",
+    "        if not self.linear.weight.is_meta:\n"
+    '            raise RuntimeError("this reference is broken on purpose")\n',
+)
+# a 64 GiB weight: past any memory limit of the evaluator (at most 32 GiB); traced for free
+TOO_BIG = _gemm_problem("A reference past the memory limit.", "131072", "131072")
+
+
+def _unrunnable_suite(root):
+    """A good problem beside three that cannot be run: reference raises, reference exceeds
+    the memory limit, the agent raises (a good problem, see the test's monkeypatch)."""
+    suite = root / "suite"
+    suite.mkdir()
+    good = (PROBLEMS / "level2" / "06_gemm_add_leaky_relu.py").read_text()
+    (suite / "01_reference_raises.py").write_text(BROKEN_REFERENCE)
+    (suite / "02_reference_too_big.py").write_text(TOO_BIG)
+    (suite / "03_agent_raises.py").write_text(good)
+    (suite / "04_good.py").write_text(good)
+    return suite
+
+
+def test_bench_records_problems_that_cannot_run_and_goes_on(tmp_path, monkeypatch):
+    from kforge_search.agents.builtin import BuiltinAgent
+
+    propose = BuiltinAgent.propose
+
+    def choke(self, context):
+        if context.problem.name == "03_agent_raises":
+            raise KeyError("a template the agent lost")
+        return propose(self, context)
+
+    monkeypatch.setattr(BuiltinAgent, "propose", choke)
+    suite = _unrunnable_suite(tmp_path)
+    out = bench(tmp_path / "out", "cpu-triton", "--sizes", "ci", "--budget", "1", "--jobs", "2",
+                suite=suite)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads((tmp_path / "out" / "bench.json").read_text())
+    rows = {row["problem"]: row for row in data["rows"]}
+    assert list(rows) == ["01_reference_raises", "02_reference_too_big", "03_agent_raises",
+                          "04_good"]  # fmt: skip
+    raised, too_big, agent, good = rows.values()
+    assert raised["status"] == "REFERENCE_FAILED" and "broken on purpose" in raised["message"]
+    assert too_big["status"] == "REFERENCE_FAILED"
+    assert "can't allocate memory" in too_big["message"], too_big["message"]
+    assert agent["status"] == "AGENT_ERROR"
+    assert agent["message"] == "KeyError: 'a template the agent lost'"
+    assert good["verified"] and good["status"] == "OK"
+    assert data["summary"]["unrunnable"] == 3 and data["summary"]["verified"] == 1
+    assert data["meta"]["complete"]
+    with (tmp_path / "out" / "bench.csv").open() as f:
+        assert [r["status"] for r in csv.DictReader(f)] == [
+            "REFERENCE_FAILED", "REFERENCE_FAILED", "AGENT_ERROR", "OK"
+        ]  # fmt: skip
+    assert "3 could not be run" in out.output
+
+
+def test_resume_runs_again_what_an_agent_error_stopped(tmp_path):
+    rows = [
+        BenchRow("01_gemm_bias_relu", "AGENT_ERROR", message="KeyError: 'x'"),
+        BenchRow("06_gemm_add_leaky_relu", "REFERENCE_FAILED", message="it exited with code 1"),
+    ]
+    write_outputs(rows, summarize(rows), tmp_path, {"policy": "strict", "platform": "cpu-triton"})
+    kept = load_rows(tmp_path / "bench.json", "strict", "cpu-triton")
+    assert list(kept) == ["06_gemm_add_leaky_relu"]  # a reference failure is the problem's
+
+
+class _Agent:
+    """Proposes one fixed draft, then raises."""
+
+    def __init__(self, fail_at: int):
+        self.fail_at = fail_at
+
+    def supports(self, problem, platform):
+        from kforge_search.agents.base import Support
+
+        return Support(True)
+
+    def propose(self, context):
+        if len(context.parents) >= self.fail_at:
+            raise TypeError("the agent broke")
+        return [Draft(f"# draft {len(context.parents)}", "cuda-triton", "fake", "note")]
+
+
+class _Evaluator:
+    def __init__(self, reference_error: Exception | None = None):
+        self.reference_error = reference_error
+
+    def reference(self, problem, platform):
+        if self.reference_error is not None:
+            raise self.reference_error
+
+    def evaluate_source(self, source, problem, platform):
+        return result(Status.OK, 1.0)
+
+
+def test_an_agent_error_after_some_drafts_keeps_them():
+    from kforge_search.platforms import get_platform
+
+    plat = get_platform("cuda-triton")
+    searched = search_problem(PROBLEM, plat, "strict", 4, _Evaluator(), _Agent(fail_at=2))
+    assert len(searched.parents) == 2 and searched.agent_error == "TypeError: the agent broke"
+    row = bench_row(PROBLEM, searched.parents, "", None, None, (), searched.agent_error)
+    assert row.verified and row.message.startswith("agent error after 2 drafts: TypeError")
+    with pytest.raises(AgentError, match="TypeError: the agent broke"):
+        search_problem(PROBLEM, plat, "strict", 4, _Evaluator(), _Agent(fail_at=0))
+
+
+def test_the_reference_runs_before_the_agent_is_asked_for_a_draft():
+    from kforge_search.platforms import get_platform
+    from kforge_search.problem import ProblemError
+
+    agent = _Agent(fail_at=0)  # would raise AgentError if asked
+    failing = _Evaluator(ProblemError("the reference of x failed (killed: memory limit)"))
+    with pytest.raises(ProblemError, match="memory limit"):
+        search_problem(PROBLEM, get_platform("cuda-triton"), "strict", 2, failing, agent)
+    reason = "the reference failed:\nTraceback:\n  File x\n    y()\nValueError: why\n"
+    row = unrunnable_row(PROBLEM, "REFERENCE_FAILED", reason)
+    assert row.message == "the reference failed: | ... | ValueError: why"
+    assert not row.verified
+    with pytest.raises(ValueError, match="use one of"):
+        unrunnable_row(PROBLEM, "OK", "")
