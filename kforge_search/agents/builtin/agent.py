@@ -290,6 +290,8 @@ def describe_plan(plan: Plan, language: str) -> str:
         if st.tail:
             stats = "per-segment row" if st.segmented else st.axis
             where = "a second fused pass over the " + ("rows" if st.axis == "row" else "columns")
+            if st.col_tail:
+                stats, where = "column then row", "a pass over the columns, then one over the rows"
             if language == "cpp":
                 where += " in the same call"
             elif st.fusable:

@@ -9,6 +9,7 @@ when one tile spans the row (the "fused" placement, chosen per call at run time)
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from kforge_search.agents.builtin.ir import (
@@ -33,11 +34,23 @@ class StagePlan:
     segmented: bool  # row statistics per segment (GroupNorm, InstanceNorm)
     gemm_stores: tuple[int, ...]  # what the GEMM kernel writes when the tail runs apart
     outs: tuple[int, ...]  # what later stages or the output read
+    # Column statistics before row statistics (training BatchNorm, then softmax): a pass
+    # over the columns first computes `col_tail` and writes `col_outs` (per-column values
+    # the row pass reads); `tail` is then the row pass.
+    col_tail: tuple[int, ...] = ()
+    col_outs: tuple[int, ...] = ()
 
     @property
     def fusable(self) -> bool:
         """Whether the tail can run inside the GEMM kernel when a tile spans the row/column."""
-        return self.axis in ("row", "col") and not self.segmented
+        return self.axis in ("row", "col") and not self.segmented and not self.col_tail
+
+    def column_pass(self) -> StagePlan:
+        """The first of two passes, as a stage whose tail is the column statistics."""
+        return dataclasses.replace(
+            self, tail=self.col_tail, axis="col", segmented=False, outs=self.col_outs,
+            col_tail=(), col_outs=(),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,30 @@ class _Refuse(Exception):
     pass
 
 
+def _column_part(graph: Graph, mine: list[int], phase: dict[int, int]) -> tuple[int, ...]:
+    """With column and row statistics after one GEMM: the column statistics, what they need
+    and the per-column values made from them only (a pass over the columns before the rows).
+    Refused when a column statistic needs a row statistic."""
+    stats = [graph.node(n) for n in mine if isinstance(graph.node(n), Stat)]
+    cols = tuple(st.id for st in stats if st.axis == "col")  # type: ignore[union-attr]
+    rows = {st.id for st in stats if st.axis == "row"}  # type: ignore[union-attr]
+    need = set(closure(graph, cols, set()))
+    if need & rows:
+        raise _Refuse("column statistics of row statistics after one GEMM")
+    part = {n for n in need if n in mine and phase[n] > 0}
+    for n in mine:
+        node = graph.node(n)
+        deps = [d for d in graph.deps(node) if d in mine and phase[d] > 0]
+        if node.kind is Kind.COL and deps and all(d in part for d in deps):
+            part.add(n)
+    if any(graph.node(n).kind is Kind.SEG for n in part) or any(
+        isinstance(graph.node(n), Stat) and graph.node(n).groups is not None  # type: ignore[union-attr]
+        for n in mine
+    ):
+        raise _Refuse("column statistics and per-segment statistics after one GEMM")
+    return tuple(sorted(part))
+
+
 def lower(graph: Graph) -> Plan | Unsupported:
     try:
         return _lower(graph)
@@ -140,26 +177,31 @@ def _lower(graph: Graph) -> Plan:
         stats = [graph.node(n) for n in mine if isinstance(graph.node(n), Stat)]
         axes = {st.axis for st in stats}  # type: ignore[union-attr]
         segs = {st.groups is not None for st in stats}  # type: ignore[union-attr]
-        if len(axes) > 1:
-            raise _Refuse("row and column statistics after one GEMM")
         if len(segs) > 1:
             raise _Refuse("statistics over rows and over segments after one GEMM")
+        col_tail: tuple[int, ...] = ()
+        if len(axes) > 1:
+            col_tail = _column_part(graph, mine, phase)
+            axes = {"row"}
         pools = [graph.node(n) for n in mine if isinstance(graph.node(n), Pool)]
         if len(pools) > 1:
             raise _Refuse("two poolings after one GEMM")
-        tail = tuple(n for n in mine if phase[n] > 0)
+        tail = tuple(n for n in mine if phase[n] > 0 and n not in col_tail)
         phase0 = frozenset(n for n in mine if phase[n] == 0)
         outs = tuple(
             n
             for n in mine
             if n == graph.output or any(stage_of.get(u, s) > s for u in users[n] if u in live)
         )
-        needed_by_tail = {d for t in tail for d in graph.deps(graph.node(t))}
+        needed_by_tail = {d for t in (*tail, *col_tail) for d in graph.deps(graph.node(t))}
         gemm_stores = tuple(
             n
             for n in sorted(phase0)
             if graph.node(n).kind is Kind.MAT and (n in needed_by_tail or n in outs)
         )
+        col_kind = {n for n in col_tail if graph.node(n).kind is Kind.COL}
+        reach = closure(graph, tail, set(), set(gemm_stores) | col_kind) if col_tail else []
+        col_outs = tuple(n for n in reach if n in col_kind)
         for n in outs:
             if graph.node(n).kind not in (Kind.MAT, Kind.ROW, Kind.SEG, Kind.COL):
                 raise _Refuse(f"an output of kind {graph.node(n).kind.value}")
@@ -174,6 +216,8 @@ def _lower(graph: Graph) -> Plan:
                 segmented=bool(segs and segs.pop()),
                 gemm_stores=gemm_stores,
                 outs=outs,
+                col_tail=col_tail,
+                col_outs=col_outs,
             )
         )
     for st in stages[1:]:

@@ -22,7 +22,7 @@ OP_ACC, OP_LOAD, OP_SCALAR, OP_SIZE, OP_STAT, OP_STORE = 100, 101, 102, 103, 104
 KIND_CODE = {Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5}
 STEP_TOP, STEP_STAT, STEP_FINAL = 0, 1, 2
 SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2}
-PASS_KIND = {"": 0, "row": 1, "col": 2}
+PASS_KIND = {"": 0, "row": 1, "col": 2, "col+row": 3}
 VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL}, "col": {Kind.MAT, Kind.ROW}}
 EXTENSION = "kforge_builtin_cpp"
 CFLAGS = ["-O3", "-fopenmp", "-fno-trapping-math", "-fno-math-errno"]
@@ -125,9 +125,9 @@ def _epilogue(sc: StageCode, stores: tuple[int, ...]) -> list[int]:
     return [*pre, *post, fn, sc.reg(pool.x), sc.reg(pool.id)]
 
 
-def _pass_steps(sc: StageCode) -> list[list[int]]:
-    """Steps of the second pass: [kind, start, count, src, fn, slot] each."""
-    graph, st = sc.plan.graph, sc.stage
+def _pass_steps(sc: StageCode, st: StagePlan) -> list[list[int]]:
+    """Steps of a pass over rows or columns: [kind, start, count, src, fn, slot] each."""
+    graph = sc.plan.graph
     if not st.tail:
         return []
     vector = VECTOR_KINDS[st.axis]
@@ -171,11 +171,17 @@ def stage_lines(
     stores = tuple(
         dict.fromkeys((*stage.gemm_stores, *(n for n in stage.outs if n in stage.phase0)))
     )
-    buffers = tuple(dict.fromkeys((*stores, *stage.outs)))
+    buffers = tuple(dict.fromkeys((*stores, *stage.col_outs, *stage.outs)))
     sc = StageCode(plan, stage, names, leaves, outputs=[f"b{n}" for n in buffers])
     epi = _epilogue(sc, stores)  # the GEMM kernel computes the stores
     sc.leaves = leaves | set(stores)  # the second pass reads them back
-    steps = _pass_steps(sc)
+    steps, n_col, kind = [], 0, stage.axis if stage.tail else ""
+    if stage.col_tail:  # column statistics first; the row pass reads their buffers
+        first = stage.column_pass()
+        steps = _pass_steps(sc, first)
+        n_col, kind = len(steps), "col+row"
+        sc.leaves = sc.leaves | set(first.outs)
+    steps += _pass_steps(sc, stage)
     code = sc.resolve()
     a_lines, a = r.a_operand(plan, stage)
     g = stage.gemm
@@ -199,10 +205,11 @@ def stage_lines(
         *(pool_fn, pool_src, pool_dst, int(layout == "kn")),
         *(genome.block_m, genome.block_n, genome.block_k, genome.parallel_work),
         *(pre_start, pre_n, post_start, post_n),
-        *(PASS_KIND[stage.axis if stage.tail else ""], len(steps), max(1, len(sc.regs))),
+        *(PASS_KIND[kind], len(steps), max(1, len(sc.regs))),
         *(v for step in steps for v in step),
         len(buffers),
         *(KIND_CODE[plan.kind(n)] for n in buffers),
+        n_col,
     ]
     constants.append(f"_CODE{s} = torch.tensor({code or [0] * 5}, dtype=torch.int64)")
     constants.append(f"_LAYOUT{s} = torch.tensor({layout_values}, dtype=torch.int64)")

@@ -138,8 +138,17 @@ class StageWriter:
         return lines
 
     def _pass_lines(self, leaves: set[int]) -> list[str]:
-        st, s, gn = self.stage, self.s, self.genome
-        kernel = pass_kernel(self.plan, st, self.names, f"_kf_s{s}_{st.axis}s", leaves)
+        st = self.stage
+        lines: list[str] = []
+        if st.col_tail:  # column statistics first, their per-column results to buffers
+            first = st.column_pass()
+            lines += self._alloc(first.outs) + self._one_pass(first, leaves, "_pre")
+            leaves = leaves | set(first.outs)
+        return lines + self._one_pass(st, leaves)
+
+    def _one_pass(self, st: StagePlan, leaves: set[int], suffix: str = "") -> list[str]:
+        s, gn = self.s, self.genome
+        kernel = pass_kernel(self.plan, st, self.names, f"_kf_s{s}_{st.axis}s{suffix}", leaves)
         self.kernels.append(kernel)
         sizes = ["R", f"NC{s}", f"SEG{s}", "G"]
         if st.axis == "row":
