@@ -82,6 +82,9 @@ class BenchSummary:
     fast_1_5: float  # ... and at least 1.5x faster
     median_roofline: float | None
     unrunnable: int = 0  # problems that could not be run (UNRUNNABLE rows)
+    # over every problem, one without a verified, timed kernel counted as 1.0x (the user
+    # keeps PyTorch's own there): the figure that unsupported problems cannot flatter
+    geomean_all: float | None = None
 
 
 class BenchError(Exception):
@@ -299,7 +302,7 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
     verified = [r for r in rows if r.verified]
     speedups = [r.speedup for r in verified if r.speedup]
     roofs = [r.roofline for r in verified if r.roofline is not None]
-    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
+    geomean = _geomean(speedups)
 
     def frac(p: float) -> float:
         return sum(1 for s in speedups if s > p) / n if n else 0.0
@@ -313,7 +316,12 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
         fast_1_5=frac(1.5),
         median_roofline=statistics.median(roofs) if roofs else None,
         unrunnable=sum(1 for r in rows if r.status in UNRUNNABLE),
+        geomean_all=_geomean(speedups + [1.0] * (n - len(speedups))),
     )
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def write_outputs(
