@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kforge_search.evaluator.result import Status
-from kforge_search.evaluator.static_check import static_check
+from kforge_search.evaluator.static_check import excused_names, static_check
 from tests.conftest import EXAMPLES, ROOT
 
 TRITON_OK = """
@@ -265,3 +265,15 @@ def test_the_evaluator_answers_compile_error_before_building(tmp_path):
     assert result.artifacts.reasons == ("static:undefined-name",)
     assert "`Model`" in result.message and "self-contained" in result.message
     assert [name for name, _ in result.phases] == ["static_check"]  # nothing built or run
+
+
+def test_names_the_problem_itself_leaves_undefined_are_excused():
+    """A published file's dead branch (Swin's `checkpoint.checkpoint` under use_checkpoint)
+    reads a name it never defines; a candidate that copies that helper inherits it."""
+    problem = "class Model:\n    def forward(self, x):\n        return checkpoint.run(x)\n"
+    assert excused_names(problem) == {"checkpoint"}
+    source = TRITON_OK.replace("k[(1,)](x)", "k[(1,)](x) if x else checkpoint.run(x)")
+    assert not static_check(source, "triton").ok
+    assert static_check(source, "triton", excused_names(problem)).ok
+    still = static_check(source + "y = Model\n", "triton", excused_names(problem))
+    assert "`Model`" in still.message and "checkpoint" not in still.message

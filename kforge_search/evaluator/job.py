@@ -36,6 +36,9 @@ class Job:
     # write those outputs to unseen_outputs_path; None: no such check
     unseen: Problem | None = None
     unseen_outputs_path: str = ""
+    # candidate mode: the buffers the reference's forward changes (training mode: BatchNorm's
+    # running statistics), reported after every trial beside the outputs (buffers.py)
+    buffer_names: tuple[str, ...] = ()
 
     @property
     def total_trials(self) -> int:
@@ -59,6 +62,7 @@ class Job:
             data["unseen"] = _problem(data["unseen"])
         data["baseline_kinds"] = tuple(data["baseline_kinds"])
         data["writable"] = tuple(data["writable"])
+        data["buffer_names"] = tuple(data.get("buffer_names", ()))
         return cls(**data)
 
 

@@ -106,7 +106,33 @@ def exit_result(base: EvalResult, exit: ChildExit, correctness: Any) -> EvalResu
     )
 
 
+def buffer_message(m: Any) -> str:
+    """A buffer the reference's forward changed (training mode: BatchNorm's running
+    statistics) that the candidate lacks or left at another value."""
+    why = (
+        "The model runs as constructed, in training mode: a forward that updates buffers "
+        "(BatchNorm: running_mean, running_var, num_batches_tracked) must update them as the "
+        "reference does; they are compared like outputs."
+    )
+    if m.reason == "missing":
+        return (
+            f"ModelNew has no buffer `{m.buffer}`, which the reference's forward changes in "
+            f"trial {m.trial}: create modules and buffers as Model does. {why}"
+        )
+    if m.reason in {"shape", "dtype"}:
+        detail = f"wrong {m.reason}: expected {m.expected}, got {m.actual}"
+    else:
+        where = ", ".join(str(i) for i in m.indices)
+        detail = (
+            f"{m.n_mismatched} of {m.n_total} elements differ; first at {where}: expected "
+            f"{m.expected}, got {m.actual}"
+        )
+    return f"buffer `{m.buffer}` after the forward of trial {m.trial}: {detail}. {why}"
+
+
 def mismatch_message(m: Any, c: Any) -> str:
+    if m.buffer:
+        return buffer_message(m)
     if m.reason in {"shape", "dtype", "count", "type"}:
         return (
             f"wrong {m.reason} of output {m.output_index} in trial {m.trial}: expected "

@@ -19,6 +19,7 @@ from typing import Any
 
 from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
+from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.outcome import (
@@ -31,7 +32,7 @@ from kforge_search.evaluator.outcome import (
     timing_problem,
 )
 from kforge_search.evaluator.phases import PhaseClock
-from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.policy import NumericPolicy, get_policy
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.result import (
     Artifacts,
@@ -42,9 +43,9 @@ from kforge_search.evaluator.result import (
 )
 from kforge_search.evaluator.sandbox import Child, Limits, make_undumpable
 from kforge_search.evaluator.spare import Spares
-from kforge_search.evaluator.static_check import static_check
+from kforge_search.evaluator.static_check import excused_names, static_check
 from kforge_search.evaluator.timing import TIMING_VERSION
-from kforge_search.evaluator.verify import compare_fingerprints, compare_outputs
+from kforge_search.evaluator.verify import Comparison, compare_fingerprints, compare_outputs
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
@@ -113,19 +114,33 @@ class Reference:
     device_name: str
     torch_version: str
     fingerprints: list[Any]  # of the timed runs' outputs, per run
+    # per trial, the buffers its forward changed (training mode: BatchNorm's running stats)
+    buffers: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def dtypes(self) -> list[str]:
         return [str(t.dtype).removeprefix("torch.") for t in self.outputs[0]]
 
+    @property
+    def buffer_names(self) -> tuple[str, ...]:
+        """Every buffer some trial's forward changed: a candidate reports these."""
+        return tuple(sorted({name for trial in self.buffers for name in trial}))
 
-def _load_tensors(path: Path) -> list[list[Any]]:
+
+def _load_tensors(path: Path) -> list[Any]:
     import torch
 
     try:
         return torch.load(path, weights_only=True)
     finally:
         path.unlink(missing_ok=True)
+
+
+def _compare(ref: Reference, outputs_path: str, policy: NumericPolicy) -> Comparison:
+    """A candidate child's verification trials (outputs and buffers) against the reference."""
+    outputs = _load_tensors(Path(outputs_path))
+    buffers = _load_tensors(Path(buffers_path(outputs_path)))
+    return compare_outputs(ref.outputs, outputs, policy, ref.buffers, buffers)
 
 
 class Evaluator:
@@ -245,6 +260,7 @@ class Evaluator:
                         device_name=info.get("device_name", ""),
                         torch_version=info.get("torch_version", ""),
                         fingerprints=event["fingerprints"],
+                        buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
                     )
         assert child.exit is not None
         raise ProblemError(
@@ -338,7 +354,7 @@ class Evaluator:
     ) -> EvalResult:
         clock = PhaseClock()
         with clock.timed("static_check"):
-            check = static_check(source, platform.language)
+            check = static_check(source, platform.language, excused_names(problem.source))
         if not check.ok:
             what = {
                 Status.COMPILE_ERROR: "the candidate cannot run as a module of its own",
@@ -371,6 +387,9 @@ class Evaluator:
                 candidate_path=str(work / "candidate.py"),
                 unseen=unseen[0] if unseen else None,
                 unseen_outputs_path=str(work / "unseen-outputs.pt"),
+                buffer_names=tuple(
+                    sorted({*ref.buffer_names, *(unseen[1].buffer_names if unseen else ())})
+                ),
             )
             with self._child(job, work, platform) as child:
                 result = self._drive_candidate(child, job, ref, unseen, base)
@@ -458,9 +477,7 @@ class Evaluator:
                     return not_general(timed_ok, unseen_sizes, event["message"], child)
                 return failure_result(base, event, child.stage, child.exit)
             if kind == "verified":
-                comparison = compare_outputs(
-                    ref.outputs, _load_tensors(Path(job.outputs_path)), policy
-                )
+                comparison = _compare(ref, job.outputs_path, policy)
                 correctness = comparison.correctness
                 if not comparison.ok:
                     child.send("stop")
@@ -519,9 +536,8 @@ class Evaluator:
                     return done
             elif kind == "unseen":
                 assert timed_ok is not None and unseen is not None
-                outputs = _load_tensors(Path(job.unseen_outputs_path))
+                comparison = _compare(unseen[1], job.unseen_outputs_path, policy)
                 child.kill("")
-                comparison = compare_outputs(unseen[1].outputs, outputs, policy)
                 if not comparison.ok:
                     assert comparison.mismatch is not None
                     why = mismatch_message(comparison.mismatch, comparison.correctness)

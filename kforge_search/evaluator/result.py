@@ -23,16 +23,18 @@ class Status(enum.StrEnum):
 
 @dataclass(frozen=True)
 class Mismatch:
-    """Where a candidate's output first disagrees with the reference."""
+    """Where a candidate's output (or a buffer its forward updates) first disagrees with the
+    reference."""
 
     trial: int
     output_index: int
-    reason: str  # "shape", "dtype", "nonfinite", "values", "type"
+    reason: str  # "shape", "dtype", "nonfinite", "values", "type", "count", "missing"
     expected: str  # shape/dtype text, or the values at `indices`
     actual: str
     indices: tuple[tuple[int, ...], ...] = ()
     n_mismatched: int = 0
     n_total: int = 0
+    buffer: str = ""  # set when it is a buffer the forward changed, e.g. "bn.running_mean"
 
 
 @dataclass(frozen=True)

@@ -158,18 +158,23 @@ def check_no_cuda_on_cpu(tree: ast.Module, source: str) -> Finding | None:
     return None
 
 
-def check_self_contained(tree: ast.Module, source: str) -> Finding | None:
+def check_self_contained(
+    tree: ast.Module, source: str, excused: frozenset[str] = frozenset()
+) -> Finding | None:
     """Every name the module reads is defined in it (or imported, or a builtin): it runs on
-    its own, without the problem's module (`Model`, its helpers and constants)."""
+    its own, without the problem's module (`Model`, its helpers and constants). `excused`:
+    names the problem itself reads without defining (a published file's dead branch), which
+    a candidate that copies that code inherits."""
     found = free_names(tree)
-    if not found.names:  # nothing free, or undecidable (a star import): not flagged
+    names = [n for n in found.names if n.name not in excused]
+    if not names:  # nothing free, or undecidable (a star import): not flagged
         return None
-    shown = ", ".join(f"`{n.name}` (line {n.line})" for n in found.names[:SHOW_NAMES])
-    more = len(found.names) - SHOW_NAMES
+    shown = ", ".join(f"`{n.name}` (line {n.line})" for n in names[:SHOW_NAMES])
+    more = len(names) - SHOW_NAMES
     listed = shown + (f" and {more} more" if more > 0 else "")
     hint = (
         " ModelNew must not refer to Model: write `super().__init__()`."
-        if "Model" in found.free
+        if any(n.name == "Model" for n in names)
         else ""
     )
     return Finding(
@@ -182,13 +187,22 @@ def check_self_contained(tree: ast.Module, source: str) -> Finding | None:
 
 
 PRESETS: dict[str, tuple[Rule, ...]] = {
-    "triton": (check_model_new, check_triton_kernel, check_triton_launch, check_self_contained),
-    "cuda-cpp": (check_model_new, check_load_inline, check_cuda_global, check_self_contained),
-    "cpp": (check_model_new, check_load_inline, check_no_cuda_on_cpu, check_self_contained),
+    "triton": (check_model_new, check_triton_kernel, check_triton_launch),
+    "cuda-cpp": (check_model_new, check_load_inline, check_cuda_global),
+    "cpp": (check_model_new, check_load_inline, check_no_cuda_on_cpu),
 }
 
 
-def static_check(source: str, language: str) -> StaticCheck:
+def excused_names(problem_source: str) -> frozenset[str]:
+    """The names a problem's own source reads without defining (see check_self_contained)."""
+    try:
+        return frozenset(free_names(ast.parse(problem_source)).free)
+    except SyntaxError:
+        return frozenset()
+
+
+def static_check(source: str, language: str, excused: frozenset[str] = frozenset()) -> StaticCheck:
+    """The language's preset rules, then check_self_contained (every language)."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
@@ -201,5 +215,7 @@ def static_check(source: str, language: str) -> StaticCheck:
         return StaticCheck(
             False, (Finding("static:no-backend", f"no static rules for language {language!r}"),)
         )
-    findings = tuple(f for rule in rules if (f := rule(tree, source)) is not None)
-    return StaticCheck(not findings, findings)
+    findings = [f for rule in rules if (f := rule(tree, source)) is not None]
+    if (free := check_self_contained(tree, source, excused)) is not None:
+        findings.append(free)
+    return StaticCheck(not findings, tuple(findings))

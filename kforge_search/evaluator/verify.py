@@ -1,4 +1,6 @@
-"""Verify stage (parent side): compare candidate outputs with reference outputs.
+"""Verify stage (parent side): compare candidate outputs with reference outputs, and the
+buffers the reference's forward changed (BatchNorm's running statistics in training mode:
+evaluator/buffers.py) with the candidate's buffers of the same names.
 
 The outputs come from two different child processes; this module only compares them.
 """
@@ -6,7 +8,7 @@ The outputs come from two different child processes; this module only compares t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kforge_search.evaluator.policy import NumericPolicy
@@ -26,7 +28,7 @@ class Comparison:
 
 
 def _fmt(values: Any) -> str:
-    return "[" + ", ".join(f"{float(v):.6g}" for v in values) + "]"
+    return "[" + ", ".join(f"{float(v):.6g}" for v in values.reshape(-1)) + "]"  # 0-d too
 
 
 def _compare_tensor(expected: Any, actual: Any, policy: NumericPolicy, trial: int, index: int):
@@ -80,10 +82,29 @@ def _compare_tensor(expected: Any, actual: Any, policy: NumericPolicy, trial: in
     return mismatch, max_abs, rel, atol, rtol
 
 
+def _compare_buffers(
+    expected: dict[str, Any], actual: dict[str, Any], policy: NumericPolicy, trial: int
+) -> Mismatch | None:
+    """The first of the buffers the reference's forward changed in this trial that the
+    candidate lacks or holds another value of."""
+    for name in sorted(expected):
+        if name not in actual:
+            return Mismatch(trial, 0, "missing", "a buffer", "no such buffer", buffer=name)
+        mismatch = _compare_tensor(expected[name], actual[name], policy, trial, 0)[0]
+        if mismatch is not None:
+            return replace(mismatch, buffer=name)
+    return None
+
+
 def compare_outputs(
-    expected: list[list[Any]], actual: list[list[Any]], policy: NumericPolicy
+    expected: list[list[Any]],
+    actual: list[list[Any]],
+    policy: NumericPolicy,
+    expected_buffers: list[dict[str, Any]] | None = None,
+    actual_buffers: list[dict[str, Any]] | None = None,
 ) -> Comparison:
-    """Compare per trial and per output; the first mismatch is reported, errors are maxed."""
+    """Compare per trial: the outputs, then the buffers the reference's forward changed in
+    that trial (when given). The first mismatch is reported; errors are maxed over outputs."""
     max_abs = max_rel = atol = rtol = 0.0
     passed = 0
     first: Mismatch | None = None
@@ -94,6 +115,12 @@ def compare_outputs(
         for index, (e, a) in enumerate(zip(exp, act, strict=False)):
             mismatch, abs_err, rel_err, atol, rtol = _compare_tensor(e, a, policy, trial, index)
             max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
+            if mismatch is not None:
+                trial_ok = False
+                first = first or mismatch
+        if expected_buffers and trial < len(expected_buffers):
+            theirs = actual_buffers[trial] if actual_buffers and trial < len(actual_buffers) else {}
+            mismatch = _compare_buffers(expected_buffers[trial], theirs, policy, trial)
             if mismatch is not None:
                 trial_ok = False
                 first = first or mismatch

@@ -18,6 +18,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import buffers as model_buffers
 from kforge_search.evaluator import guards, profile
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
@@ -272,8 +273,6 @@ def world_failure(world: guards.WorldGuard) -> None:
 
 
 def run_candidate(job: Job, channel: Channel) -> None:
-    import torch
-
     clocks = capture_clocks(job.device)
     module = exec_problem(job.problem)
     channel.stage("build")
@@ -282,13 +281,8 @@ def run_candidate(job: Job, channel: Channel) -> None:
     guarded.check_world()
 
     channel.stage("verify")
-    trials = []
-    for trial in range(job.total_trials):
-        outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
-        trials.append([t.detach().to("cpu").clone() for t in outputs])
+    verify_trials(guarded, module, job, job.outputs_path)
     guarded.check_harness()
-    torch.save(trials, job.outputs_path)
-    del trials
     channel.send("verified")
     if sys.stdin.readline().strip() != "time":
         return
@@ -332,14 +326,24 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
     if job.device.startswith("cuda"):
         torch.cuda.empty_cache()
     guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world)
-    trials = []
+    verify_trials(guarded, module, job, job.unseen_outputs_path)
+    guarded.check_harness()
+    guarded.check_world()
+    channel.send("unseen")
+
+
+def verify_trials(guarded: Guarded, module: Any, job: Job, outputs_path: str) -> None:
+    """The verification trials on one model, in order: each trial's outputs, and the buffers
+    the reference's forward changes as they stand after it, saved for the parent."""
+    import torch
+
+    trials, states = [], []
     for trial in range(job.total_trials):
         outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
         trials.append([t.detach().to("cpu").clone() for t in outputs])
-    guarded.check_harness()
-    guarded.check_world()
-    torch.save(trials, job.unseen_outputs_path)
-    channel.send("unseen")
+        states.append(model_buffers.reported(guarded.model, job.buffer_names))
+    torch.save(trials, outputs_path)
+    torch.save(states, model_buffers.buffers_path(outputs_path))
 
 
 def profile_model(guarded: Guarded, module: Any, job: Job) -> Any:
@@ -436,10 +440,12 @@ def run_reference(job: Job, channel: Channel) -> None:
         synchronize(job.device)
         return list(out) if isinstance(out, list | tuple) else [out]
 
-    trials = [
-        [t.detach().to("cpu").clone() for t in forward(job_inputs.make_inputs(module, job, i))]
-        for i in range(job.total_trials)
-    ]
+    trials, states = [], []  # each trial's outputs, and the buffers its forward changed
+    for i in range(job.total_trials):
+        before = model_buffers.snapshot(model)
+        outputs = forward(job_inputs.make_inputs(module, job, i))
+        trials.append([t.detach().to("cpu").clone() for t in outputs])
+        states.append(model_buffers.changed(model, before))
     model = build_model(module.Model, module, job)
     again = forward(job_inputs.make_inputs(module, job, 0))
     for first, second in zip(trials[0], again, strict=False):
@@ -456,6 +462,7 @@ def run_reference(job: Job, channel: Channel) -> None:
         for run in range(job.timed_runs)
     ]
     torch.save(trials, job.outputs_path)
+    torch.save(states, model_buffers.buffers_path(job.outputs_path))
     channel.send("reference", warnings=warnings, fingerprints=prints)
 
 
