@@ -25,6 +25,7 @@ from kforge_search.agents.builtin.ir import (
     Stat,
     Unsupported,
     UnsupportedError,
+    Update,
     Work,
 )
 from kforge_search.agents.builtin.trace import Traced, source_of
@@ -112,6 +113,7 @@ class Converter:
         self.gemm_sizes: list[tuple[int, int, int, int]] = []
         self.tail_ops = 0.0
         self.read: dict[str, int] = {}  # leaf expression -> elements read
+        self.updates: list[Update] = []  # buffers the forward updates in place
         self.token_size: dict[str, int] = {}  # the current space's dims tokens -> traced size
 
     # -- building nodes --------------------------------------------------------------------
@@ -280,6 +282,7 @@ class Converter:
             self.groups,
             self.traced.input_names,
             work,
+            updates=tuple(self.updates),
         )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kforge_search.agents.builtin.convert import Converter, Leaf, T
 from kforge_search.agents.builtin.dims import is_seg
-from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError
+from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError, Update
 
 
 def mean(cv: Converter, x: T, dim: int, keepdim: bool) -> T:
@@ -134,12 +134,32 @@ def batch_norm(
     w: Leaf | None,
     b: Leaf | None,
     eps: Scalar,
+    update: tuple[Leaf, Leaf, Scalar, str] | None = None,
 ) -> T:
-    """Batch statistics when `stats` is None (training), else running (mean, var)."""
+    """Batch statistics when `stats` is None (training), else running (mean, var). In
+    training, `update` (running mean, running var, momentum, counter) are updated as torch
+    does: running = (1 - momentum) * running + momentum * batch value, with the unbiased
+    batch variance, and the counter incremented."""
     if x.dims != ("L0", "C"):
         raise UnsupportedError("batch_norm", f"on dims {x.dims}: needs [batch, features]")
     if stats is None:
-        return _affine(cv, _normalize(cv, x, 0, eps), w, b)
+        batch_mean = mean(cv, x, 0, True)
+        centered = cv.ew("sub", x, batch_mean)
+        squares = cv.stat("sum", cv.ew("square", centered), 0, True)
+        variance = cv.ew("div", squares, Size("rows"))
+        y = cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", variance, eps)))
+        if update is not None:
+            running_mean, running_var, momentum, counter = update
+            keep = Scalar(
+                1.0 - momentum.value, f"1.0 - ({momentum.source})" if momentum.source else ""
+            )
+            unbiased = cv.ew("div", squares, Size("rows", 1))
+            for leaf, batch in ((running_mean, batch_mean), (running_var, unbiased)):
+                old = cv.ew("mul", cv.align(leaf, batch), keep)
+                new = cv.ew("add", cv.ew("mul", batch, momentum), old)
+                cv.updates.append(Update(leaf.expr, new.id))
+            cv.updates.append(Update(counter))
+        return _affine(cv, y, w, b)
     running_mean, running_var = stats
     centered = cv.ew("sub", x, running_mean)
     inv = cv.ew("rsqrt", cv.ew("add", cv.align(running_var, x), eps))

@@ -264,7 +264,25 @@ def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
     w, b = _leaf(m, path, "weight"), _leaf(m, path, "bias")
     batch_stats = m.training or m.running_mean is None
     stats = None if batch_stats else (_leaf(m, path, "running_mean"), _leaf(m, path, "running_var"))
-    return desugar.batch_norm(cv, h._tensor(x, "BatchNorm1d"), stats, w, b, scalar(m.eps))
+    update = None
+    if m.training and m.running_mean is not None:
+        counter = f"{path}.num_batches_tracked"
+        momentum = (
+            scalar(m.momentum)
+            if m.momentum is not None
+            else Scalar(1.0, f"1.0 / (int({counter}) + 1)")  # a cumulative average
+        )
+        running = (_leaf(m, path, "running_mean"), _leaf(m, path, "running_var"))
+        update = (*running, momentum, counter)
+    return desugar.batch_norm(
+        cv,
+        h._tensor(x, "BatchNorm1d"),
+        stats,
+        w,
+        b,
+        scalar(m.eps),
+        update,  # type: ignore[arg-type]
+    )
 
 
 def dispatch(cv: Converter, node: Any, args: A, kwargs: K, gm: Any) -> Any:

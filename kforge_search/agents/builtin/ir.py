@@ -132,6 +132,16 @@ Node = Load | Gemm | Ew | Stat | Pool
 
 
 @dataclass(frozen=True)
+class Update:
+    """A buffer the forward updates in place (training BatchNorm's running statistics):
+    the value of `node` copied into `target`, or, with node -1, `target` (a counter such as
+    num_batches_tracked) incremented by one."""
+
+    target: str
+    node: int = -1
+
+
+@dataclass(frozen=True)
 class Work:
     """The work at the traced sizes, for the roofline: each GEMM's (batch, M, N, K), the
     tail's operations (one per element per elementwise op or statistic) and the bytes that
@@ -166,6 +176,7 @@ class Graph:
     input_names: tuple[str, ...] = ()
     work: Work = Work()
     rewrites: tuple[str, ...] = ()  # exact rewrites applied (rewrite.py), for the note
+    updates: tuple[Update, ...] = ()  # buffers written besides the output
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]

@@ -93,7 +93,8 @@ def closure(
 
 
 def _live(graph: Graph) -> set[int]:
-    live = set(closure(graph, (graph.output,), set()))
+    updated = tuple(u.node for u in graph.updates if u.node >= 0)
+    live = set(closure(graph, (graph.output, *updated), set()))
     return live
 
 
@@ -168,6 +169,7 @@ def _lower(graph: Graph) -> Plan:
     stage_of = _stages(graph, live)
     phase = _phases(graph, live, stage_of)
     users = graph.users()
+    updated = {u.node for u in graph.updates}
     stages = []
     for gemm in graph.gemms:
         if gemm.id not in live:
@@ -191,7 +193,9 @@ def _lower(graph: Graph) -> Plan:
         outs = tuple(
             n
             for n in mine
-            if n == graph.output or any(stage_of.get(u, s) > s for u in users[n] if u in live)
+            if n == graph.output
+            or n in updated
+            or any(stage_of.get(u, s) > s for u in users[n] if u in live)
         )
         needed_by_tail = {d for t in (*tail, *col_tail) for d in graph.deps(graph.node(t))}
         gemm_stores = tuple(
@@ -201,7 +205,7 @@ def _lower(graph: Graph) -> Plan:
         )
         col_kind = {n for n in col_tail if graph.node(n).kind is Kind.COL}
         reach = closure(graph, tail, set(), set(gemm_stores) | col_kind) if col_tail else []
-        col_outs = tuple(n for n in reach if n in col_kind)
+        col_outs = tuple(n for n in col_tail if n in col_kind and (n in reach or n in outs))
         for n in outs:
             if graph.node(n).kind not in (Kind.MAT, Kind.ROW, Kind.SEG, Kind.COL):
                 raise _Refuse(f"an output of kind {graph.node(n).kind.value}")

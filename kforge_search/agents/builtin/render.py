@@ -88,6 +88,18 @@ def output_line(plan: Plan) -> str:
     return f"return {out}.view({sizes}).permute({perm}).view({out_view(plan)})"
 
 
+def update_lines(plan: Plan) -> list[str]:
+    """Buffers the forward updates in place, after its kernels: copies of computed values
+    (allowed: copies) and counters set to their value plus one (a fill)."""
+    lines = []
+    for u in plan.graph.updates:
+        if u.node >= 0:
+            lines.append(f"{u.target}.copy_(b{u.node})")
+        else:
+            lines.append(f"{u.target}.fill_(int({u.target}) + 1)")
+    return lines
+
+
 def _size_expr(plan: Plan, token: str | int) -> str:
     stage = plan.stage_of[plan.graph.output]
     if token == 1:

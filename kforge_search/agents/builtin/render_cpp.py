@@ -228,6 +228,7 @@ def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> 
     body = [*parts[0][0], r.groups_line(plan), *r.leaf_prep(names.tensors, contiguous=False)]
     for i, (a_lines, rest) in enumerate(parts):
         body += (a_lines if i else []) + rest
+    body += r.update_lines(plan)
     body.append(r.output_line(plan))
     return r.render_template(
         "cpp/module.py.j2",

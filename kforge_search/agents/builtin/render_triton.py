@@ -93,7 +93,8 @@ class StageWriter:
     def second_pass_lines(self, leaves: set[int]) -> list[str]:
         st, s, gn = self.stage, self.s, self.genome
         stores = tuple(dict.fromkeys((*st.gemm_stores, *(n for n in st.outs if n in st.phase0))))
-        lines = self._alloc(tuple(dict.fromkeys((*stores, *st.outs))))
+        apart = (n for n in (*stores, *st.outs) if n not in st.col_outs)  # made by the pass
+        lines = self._alloc(tuple(dict.fromkeys(apart)))
         grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, {gn.block_n}), 1, BT{s})"
         consts = self._consts(str(gn.block_m), str(gn.block_n))
         if gn.split_k > 1:
@@ -236,6 +237,7 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
     body += [f"{name} = float({src})" for src, name in names.scalars.items()]
     for i, (a_lines, rest) in enumerate(parts):
         body += (a_lines if i else []) + rest
+    body += r.update_lines(plan)
     body.append(r.output_line(plan))
     model = model_source(problem_source)
     helpers = [TRITON_HELPERS[h] for h in TRITON_HELPERS if h in names.helpers]

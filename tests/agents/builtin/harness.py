@@ -103,8 +103,13 @@ def check(
         if trial >= trials:  # the second distribution, as the evaluator's extra trials
             inputs = [x * 4.0 + 0.5 if x.is_floating_point() else x for x in inputs]
         originals = [x.clone() for x in inputs]
+        # Reference and candidate run in separate processes in the evaluator, each from the
+        # trial's seed: the candidate's forward starts from the generator's state as it was
+        # before the reference's (random operators draw the same numbers).
+        state = torch.get_rng_state()
         with torch.no_grad():
             expected = reference(*inputs)
+            torch.set_rng_state(state)
             recorder = guards.OpRecorder()
             with _counting(counter), recorder:
                 actual = candidate(*inputs)
@@ -121,6 +126,12 @@ def check(
         worst = max(worst, float(err.max()) if err.numel() else 0.0)
         if not torch.allclose(actual, expected, atol=atol, rtol=rtol):
             return Check(False, f"values differ in trial {trial}: max abs err {worst:.3g}", worst)
+        theirs = dict(candidate.named_buffers())
+        for name, buffer in reference.named_buffers():  # running statistics (training mode)
+            if name not in theirs or not torch.allclose(
+                theirs[name].double(), buffer.double(), atol=atol, rtol=rtol
+            ):
+                return Check(False, f"buffer {name} differs in trial {trial}")
     return Check(True, "ok", worst, launches)
 
 
