@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
+import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -16,8 +18,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kforge_search.module_constants import (
+    SIZES_NAME,
+    assignable,
+    bindings,
+    free_constants,
+    rewrite,
+)
+from kforge_search.sizes import derived_size_sets
+
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
-SIZES_NAME = "KFORGE_SIZES"
 DEFAULT_SIZES = "default"
 
 
@@ -48,8 +58,11 @@ class Problem:
     name: str
     path: str
     source: str
-    constants: tuple[tuple[str, Any], ...]  # module-level literal constants, as written
-    size_sets: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]  # from KFORGE_SIZES
+    # module-level constants bound to values that name no other constant (`n = 1024 * 2`),
+    # evaluated; values computed from others (`bias_shape = (n, 1)`) follow overrides
+    constants: tuple[tuple[str, Any], ...]
+    # KFORGE_SIZES, plus `ci` and `unseen` derived where it lacks them (kforge_search.sizes)
+    size_sets: tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]
     size_set: str = DEFAULT_SIZES
     overrides: tuple[tuple[str, Any], ...] = ()
 
@@ -78,76 +91,53 @@ class Problem:
                 )
             merged.update(sets[name])
         merged.update(overrides or {})
-        assignable = _assigned_names(ast.parse(self.source))
-        unknown = sorted(set(merged) - assignable)
+        names = assignable(ast.parse(self.source))
+        unknown = sorted(set(merged) - names)
         if unknown:
             raise ProblemError(
                 f"cannot override {', '.join(unknown)} in {self.name}: not a module-level "
-                f"constant. Constants you can set: {', '.join(sorted(assignable)) or 'none'}."
+                f"constant. Constants you can set: {', '.join(sorted(names)) or 'none'}."
             )
-        return replace(self, size_set=name, overrides=tuple(sorted(merged.items())))
+        sized = replace(self, size_set=name, overrides=tuple(sorted(merged.items())))
+        try:
+            sized.program()
+        except ValueError as exc:
+            raise ProblemError(
+                f"cannot override in {self.name}: {exc}; give a number, string, tuple or list"
+            ) from None
+        return sized
 
     def program(self) -> str:
-        """The source with module-level constants replaced by the overrides."""
+        """The source with every binding of an overridden constant set to its override;
+        constants computed from it follow (kforge_search.module_constants.rewrite)."""
         if not self.overrides:
             return self.source
-        values = dict(self.overrides)
-        tree = ast.parse(self.source)
-        for node in tree.body:
-            target = _single_target(node)
-            if target in values:
-                node.value = ast.parse(repr(values[target]), mode="eval").body
-        return ast.unparse(ast.fix_missing_locations(tree))
-
-
-def _single_target(node: ast.stmt) -> str | None:
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target = node.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
-    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
-        return node.target.id
-    return None
-
-
-def _assigned_names(tree: ast.Module) -> set[str]:
-    return {name for node in tree.body if (name := _single_target(node)) and name != SIZES_NAME}
-
-
-def _literal_constants(tree: ast.Module) -> dict[str, Any]:
-    constants: dict[str, Any] = {}
-    for node in tree.body:
-        name = _single_target(node)
-        if name is None or name == SIZES_NAME:
-            continue
-        try:
-            value = ast.literal_eval(node.value)
-        except (ValueError, SyntaxError, TypeError):
-            continue
-        if isinstance(value, int | float | bool | str | tuple):
-            constants[name] = value
-    return constants
+        return ast.unparse(rewrite(ast.parse(self.source), dict(self.overrides)))
 
 
 def _size_sets(tree: ast.Module, path: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
     for node in tree.body:
-        if _single_target(node) == SIZES_NAME:
+        if SIZES_NAME in {b.name for b in bindings(ast.Module(body=[node], type_ignores=[]))}:
             try:
                 sets = ast.literal_eval(node.value)
             except (ValueError, SyntaxError) as exc:
                 raise ProblemError(f"{path}: {SIZES_NAME} must be a literal dict ({exc})") from None
             if not isinstance(sets, dict) or not all(isinstance(v, dict) for v in sets.values()):
                 raise ProblemError(f"{path}: {SIZES_NAME} must map names to dicts of constants")
-            return tuple((k, tuple(sorted(v.items()))) for k, v in sets.items())
-    return ()
+            given = {k: tuple(sorted(v.items())) for k, v in sets.items()}
+            break
+    else:
+        given = {}
+    return tuple({**given, **derived_size_sets(tree, given)}.items())
 
 
 def _defined_names(tree: ast.Module) -> set[str]:
-    names = set()
+    names = {b.name for b in bindings(tree)}
     for node in tree.body:
-        if isinstance(node, ast.ClassDef | ast.FunctionDef):
+        if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             names.add(node.name)
-        elif (name := _single_target(node)) is not None:
-            names.add(name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return names
 
 
@@ -169,7 +159,7 @@ def parse_problem(source: str, path: str, name: str) -> Problem:
         name=name,
         path=path,
         source=source,
-        constants=tuple(sorted(_literal_constants(tree).items())),
+        constants=tuple(sorted(free_constants(tree).items())),
         size_sets=_size_sets(tree, path),
     )
 
@@ -185,7 +175,28 @@ def load_problem(
     if not file.is_file():
         raise ProblemError(f"no problem file at {file}: pass the path of a .py problem file")
     problem = parse_problem(file.read_text(), str(file.resolve()), name or file.stem)
+    _check_imports(problem)
     return problem.resized(size_set, overrides)
+
+
+def _check_imports(problem: Problem) -> None:
+    """A problem whose module-level imports are not installed here cannot run: say which
+    (found without importing them)."""
+    missing = []
+    for node in ast.parse(problem.source).body:
+        if isinstance(node, ast.Import):
+            tops = [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            tops = [node.module.split(".")[0]]
+        else:
+            continue
+        missing += [t for t in tops if t not in missing and importlib.util.find_spec(t) is None]
+    if missing:
+        raise ProblemError(
+            f"{problem.path} imports {', '.join(missing)}, not installed in this Python "
+            f"({sys.executable}): install {' '.join(missing)} (e.g. pip install "
+            f"{' '.join(missing)}) to use this problem"
+        )
 
 
 def bundled_problems_dir() -> Path:
