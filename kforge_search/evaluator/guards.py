@@ -31,6 +31,9 @@ ALLOWED_OPS = frozenset(
         "copy_", "clone", "_to_copy", "to", "_copy_from", "_copy_from_and_resize",
         # stream bookkeeping
         "record_stream",
+        # random draws: a random operator's draws come from torch's generator, so that the
+        # same seed gives the reference's numbers (docs/evaluator.md, "Random operators")
+        "bernoulli_", "native_dropout",
         # metadata
         "size", "stride", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
         "is_contiguous", "numel", "dim", "is_same_size", "_local_scalar_dense", "item",

@@ -259,6 +259,26 @@ class Converter:
         self.token_size.update({"G": int(groups.value), **dict(zip(names, pieces, strict=True))})
         return ("G", *names)
 
+    def dropout(self, x: T, p: Scalar) -> T:
+        """Training-mode dropout: x * keep / (1 - p), the keep-mask drawn in the forward from
+        torch's generator as the reference's dropout draws it (docs/evaluator.md, "Random
+        operators"), then read by the kernels like an input."""
+        if x.space != 0 or not canonical(x.dims) or any(is_seg(t) and t != "S" for t in x.dims):
+            raise UnsupportedError("dropout in training mode", f"on dims {x.dims}")
+        gemm = next(n for n in reversed(self.nodes) if isinstance(n, Gemm))
+        first = next(n for n in self.nodes if isinstance(n, Gemm))
+        n_expr = f"{gemm.b}.shape[{-2 if gemm.b_layout == 'nk' else -1}]"
+        sizes = {"C": n_expr, "G": "G", "S": f"{n_expr} // G"}
+        parts = [
+            "1" if t == 1 else f"lead[{str(t)[1:]}]" if str(t).startswith("L") else sizes[str(t)]
+            for t in x.dims
+        ]
+        p_expr = p.source or repr(p.value)
+        expr = f"_kf_dropout_mask(({', '.join(parts)},), {p_expr}, {first.a})"
+        mask = self.leaf(Leaf(expr, x.shape), x.dims, x)
+        scale = Scalar(1.0 / (1.0 - p.value), f"1.0 / (1.0 - {p.source})" if p.source else "")
+        return self.ew("mul", self.ew("mul", x, mask), scale)
+
     def set_groups(self, groups: Scalar) -> None:
         if self.groups is not None and self.groups != groups:
             raise UnsupportedError("two different segmentations", f"{self.groups} and {groups}")

@@ -98,10 +98,12 @@ def _to(args: A, kw: K) -> Any:
     return args[0]
 
 
-def _dropout(x: Any, p: Any, training: Any) -> Any:
-    if float(p) != 0.0 and training:
-        raise UnsupportedError("dropout in training mode", "random")
-    return x
+def _dropout(cv: Converter, x: Any, p: Any, training: Any) -> Any:
+    if float(p) == 0.0 or not training:
+        return x
+    if not 0.0 < float(p) < 1.0:
+        raise UnsupportedError("dropout", f"p={p}")
+    return cv.dropout(h._tensor(x, "dropout"), scalar(p))
 
 
 def _size(args: A) -> Any:
@@ -175,7 +177,7 @@ FUNCS: dict[str, Any] = {
     **{n: (lambda cv, nd, a, k: a[0]) for n in h.IDENTITY},
     "to": lambda cv, nd, a, k: _to(a, k),
     "dropout": lambda cv, nd, a, k: _dropout(
-        a[0], h._arg(a, k, 1, "p", 0.5), h._arg(a, k, 2, "training", True)
+        cv, a[0], h._arg(a, k, 1, "p", 0.5), h._arg(a, k, 2, "training", True)
     ),
     "getattr": lambda cv, nd, a, k: h.attribute_of(a[0], a[1]),
     "getitem": lambda cv, nd, a, k: h.shape_item(a[0], a[1]),
@@ -205,7 +207,7 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
         "Softmax": lambda: _softmax(cv, (x, m.dim), {}, log=False),
         "LogSoftmax": lambda: _softmax(cv, (x, m.dim), {}, log=True),
         "Identity": lambda: x,
-        "Dropout": lambda: _dropout(x, m.p, m.training),
+        "Dropout": lambda: _dropout(cv, x, m.p, m.training),
         "Flatten": lambda: h.reshape(cv, node, x, ()),
         "MaxPool1d": lambda: _pool(
             cv,

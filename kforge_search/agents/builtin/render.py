@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 
 from kforge_search.agents.builtin.dims import canonical, rank
-from kforge_search.agents.builtin.ir import Graph, Kind
+from kforge_search.agents.builtin.ir import Graph, Kind, Load
 from kforge_search.agents.builtin.plan import Plan, StagePlan, closure
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -86,6 +86,14 @@ def output_line(plan: Plan) -> str:
     perm = ", ".join(str(order.index(t)) for t in tokens)
     sizes = ", ".join(_size_expr(plan, t) for t in order)
     return f"return {out}.view({sizes}).permute({perm}).view({out_view(plan)})"
+
+
+def draw_first(plan: Plan, names: Any) -> None:
+    """Name the random draws (dropout masks) first, in graph order: the forward draws them
+    before anything else, in the reference's order."""
+    for node in plan.graph.nodes:
+        if isinstance(node, Load) and node.tensor.startswith("_kf_dropout_mask("):
+            names.tensor(node.tensor, node.kind)
 
 
 def update_lines(plan: Plan) -> list[str]:

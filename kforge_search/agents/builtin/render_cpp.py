@@ -223,6 +223,7 @@ def stage_lines(
 
 def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> str:
     names = Names()
+    r.draw_first(plan, names)
     constants: list[str] = []
     parts = [stage_lines(plan, st, genome, names, constants) for st in plan.stages]
     body = [*parts[0][0], r.groups_line(plan), *r.leaf_prep(names.tensors, contiguous=False)]
@@ -239,6 +240,7 @@ def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> 
         cflags=CFLAGS,
         constants=constants,
         derived=any("_kf_derived" in line for line in body),
+        dropout=any("_kf_dropout_mask" in line for line in body),
         sum_n=any("_kf_sum_n" in line for line in body),
         body="\n".join(body),
     )

@@ -231,6 +231,7 @@ def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
 
 def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: str) -> str:
     names = Names()
+    r.draw_first(plan, names)
     writers = [StageWriter(plan, st, genome, names) for st in plan.stages]
     parts = [w.lines() for w in writers]
     body = [*parts[0][0], r.groups_line(plan), *r.leaf_prep(names.tensors)]
@@ -249,6 +250,7 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         kernels=[k.source for w in writers for k in w.kernels],
         kernels_names=[k.name for w in writers for k in w.kernels],
         derived=any("_kf_derived" in line for line in body),
+        dropout=any("_kf_dropout_mask" in line for line in body),
         sum_n=any("_kf_sum_n" in line for line in body),
         tma=any(w.tma for w in writers),
         presplit=any(w.presplit for w in writers),
