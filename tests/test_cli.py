@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -103,6 +105,25 @@ def test_problems_list_and_show():
     )
 
 
+def test_problems_list_prints_whole_names_to_a_pipe_and_as_json_or_csv(tmp_path):
+    stem = "99_" + "_".join(["a_name_long_enough_to_be_cut_in_a_table"] * 2)
+    assert len(stem) > 70
+    (tmp_path / f"{stem}.py").write_text((FOREIGN_SUITE / "level1" / "19_ReLU.py").read_text())
+    listed = runner.invoke(app, ["problems", "list", str(tmp_path)])
+    assert listed.exit_code == 0, listed.output
+    header, row = listed.stdout.splitlines()  # not a terminal: tab-separated, values whole
+    assert header.split("\t") == ["id", "name", "size sets", "constants"]
+    assert stem in row.split("\t")[1] and "…" not in row
+    assert "1 problems" in listed.stderr
+    as_json = runner.invoke(app, ["problems", "list", str(tmp_path), "--format", "json"])
+    (problem,) = json.loads(as_json.stdout)
+    assert stem in problem["name"] and problem["size_sets"] == ["ci", "unseen"]
+    assert problem["constants"]["dim"] == 16384
+    as_csv = runner.invoke(app, ["problems", "list", str(tmp_path), "--format", "csv"])
+    (line,) = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert stem in line["name"] and json.loads(line["size_sets"]) == ["ci", "unseen"]
+
+
 def test_platforms_lists_every_platform_with_a_reason():
     result = runner.invoke(app, ["platforms"])
     assert result.exit_code == 0
@@ -126,8 +147,10 @@ def test_baseline_times_eager_and_compile_then_caches():
     for kind in ("eager", "compile"):
         row = next(line for line in first.output.splitlines() if kind in line)
         assert "exited" not in row and "failed" not in row, first.output
-    again = runner.invoke(app, args)
-    assert again.exit_code == 0 and again.output.count("True") == 2, again.output
+    again = runner.invoke(app, [*args, "--format", "json"])
+    assert again.exit_code == 0, again.output
+    rows = json.loads(again.stdout)
+    assert [(r["baseline"], r["cached"]) for r in rows] == [("eager", True), ("compile", True)]
 
 
 def test_eval_records_its_result_in_the_database(tmp_path):

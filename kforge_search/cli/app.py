@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from kforge_search.cli.common import (
     SetOpt,
@@ -18,6 +19,7 @@ from kforge_search.cli.common import (
     platform_or_fail,
 )
 from kforge_search.cli.db import db_app
+from kforge_search.cli.output import Column, FormatOpt, check_format, emit, note
 
 app = typer.Typer(
     help="kforge-search: search, verify and time fast kernels for PyTorch programs.",
@@ -32,21 +34,20 @@ app.add_typer(db_app, name="db")
 @problems_app.command("list")
 def problems_list(
     path: Annotated[str | None, typer.Argument(help="a problem file or directory")] = None,
+    fmt: FormatOpt = "table",
 ) -> None:
     """List problems (the bundled suite by default) with their ids and size sets."""
     from kforge_search.problem import ProblemError, find_problems
 
+    check_format(fmt)
     try:
         problems, skipped = find_problems(path)
     except ProblemError as exc:
         fail(str(exc))
-    table = Table("id", "name", "size sets", "constants")
-    for p in problems:
-        sets = ", ".join(name for name, _ in p.size_sets) or "-"
-        constants = ", ".join(f"{k}={v}" for k, v in p.constants)
-        table.add_row(p.id, p.name, sets, constants[:60])
-    console.print(table)
-    console.print(f"{len(problems)} problems")
+    columns = ("id", "name", Column("size_sets", "size sets"), "constants")
+    rows = [(p.id, p.name, [name for name, _ in p.size_sets], dict(p.constants)) for p in problems]
+    emit(columns, rows, fmt)
+    note(f"{len(problems)} problems", fmt)
     for line in skipped:
         err.print(f"[yellow]skipped[/] {line}", highlight=False)
 
@@ -124,42 +125,45 @@ def baseline_cmd(
     platform: Annotated[str, typer.Option("--platform")],
     sizes: SizesOpt = None,
     overrides: SetOpt = None,
+    fmt: FormatOpt = "table",
 ) -> None:
     """Time the reference in eager mode and under torch.compile (cached)."""
     from kforge_search.evaluator import Evaluator
 
+    check_format(fmt)
     p = load(problem, sizes, overrides)
     plat = platform_or_fail(platform)
     evaluator = Evaluator()
-    with console.status("timing baselines ...", spinner="dots"):
+    with err.status("timing baselines ...", spinner="dots"):
         ref = evaluator.reference(p, plat)
         found = evaluator.baselines(p, plat, ref)
     if not found:
         fail(f"{plat.name} times are not meaningful: no baselines")
-    table = Table("baseline", "p20 ms", "p50 ms", "p80 ms", "runs", "cached", "error")
+    ms = functools.partial(Column, show=lambda v: "-" if v is None else f"{v:.4f}")
+    columns = ("baseline", ms("p20_ms", "p20 ms"), ms("p50_ms", "p50 ms"),
+               ms("p80_ms", "p80 ms"), "runs", "cached", "error")  # fmt: skip
+    rows = []
     for b in found:
         t = b.timing
-        cells = (
-            [f"{t.p20_ms:.4f}", f"{t.p50_ms:.4f}", f"{t.p80_ms:.4f}", str(t.runs)]
-            if t
-            else ["-"] * 4
-        )
-        table.add_row(b.kind, *cells, str(b.cached), b.error[:60])
-    console.print(f"{p.name} on {plat.name} ({ref.device_name}, torch {ref.torch_version})")
-    console.print(table)
+        times = (t.p20_ms, t.p50_ms, t.p80_ms, t.runs) if t else (None, None, None, None)
+        rows.append((b.kind, *times, b.cached, b.error))
+    note(f"{p.name} on {plat.name} ({ref.device_name}, torch {ref.torch_version})", fmt)
+    emit(columns, rows, fmt)
 
 
 @app.command("platforms")
-def platforms_cmd() -> None:
+def platforms_cmd(fmt: FormatOpt = "table") -> None:
     """List platforms and whether each can run on this machine."""
     from kforge_search.platforms import PLATFORMS, availability
 
-    table = Table("platform", "device", "language", "timing", "available", "why")
+    check_format(fmt)
+    yes_no = Column("available", show=lambda ok: Text("yes", "green") if ok else Text("no", "red"))
+    columns = ("platform", "device", "language", "timing", yes_no, "why")
+    rows = []
     for p in PLATFORMS.values():
         state = availability(p)
-        mark = "[green]yes[/]" if state.ok else "[red]no[/]"
-        table.add_row(p.name, p.device_kind, p.language, p.timing, mark, state.reason)
-    console.print(table)
+        rows.append((p.name, p.device_kind, p.language, p.timing, state.ok, state.reason))
+    emit(columns, rows, fmt)
 
 
 def _register() -> None:

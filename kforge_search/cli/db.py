@@ -4,15 +4,13 @@ name="db")`). duckdb and pyarrow are imported inside commands only: `kforge --he
 
 from __future__ import annotations
 
-import csv
-import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.table import Table
+
+from kforge_search.cli.output import Column, FormatOpt, check_format, emit, note
 
 if TYPE_CHECKING:
     from kforge_search.evaluator.result import EvalResult
@@ -68,18 +66,6 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def _table(columns: tuple[str, ...], rows: Any, title: str = "") -> None:
-    """Print rows as a table as wide as its cells (up to 60 characters each): wider than the
-    terminal rather than cutting ids or numbers."""
-    cells = [[_cell(v).replace("\n", " ")[:60] for v in row] for row in rows]
-    table = Table(*columns, title=title or None, title_justify="left")
-    for row in cells:
-        table.add_row(*row)
-    widths = [max([len(name), *(len(row[i]) for row in cells)]) for i, name in enumerate(columns)]
-    needed = sum(widths) + 3 * len(columns) + 1
-    (console if needed <= console.width else Console(width=needed)).print(table)
-
-
 def _record(title: str, fields: dict[str, Any]) -> None:
     """One row as `name: value` lines (for rows with many columns)."""
     console.print(f"[bold]{title}[/]")
@@ -93,23 +79,18 @@ def _record(title: str, fields: dict[str, Any]) -> None:
 @db_app.command("query")
 def query_cmd(
     sql: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. 'SELECT ...'")],
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json")] = "table",
+    fmt: FormatOpt = "table",
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Run a read-only SQL query and print the result as a table, CSV or JSON."""
-    if fmt not in ("table", "csv", "json"):
-        _fail(f"--format {fmt!r}: use table, csv or json")
+    check_format(fmt)
     result = _read(db, lambda reader: reader.query(sql))
-    if fmt == "json":
-        rows = [{k: _bytes_as_size(v) for k, v in row.items()} for row in result.dicts()]
-        print(json.dumps(rows, indent=2, default=str))
-    elif fmt == "csv":
-        out = csv.writer(sys.stdout)
-        out.writerow(result.columns)
-        out.writerows([_cell(v) for v in row] for row in result.rows)
-    else:
-        _table(result.columns, result.rows)
-        console.print(f"{len(result.rows)} rows")
+    emit(result.columns, result.rows, fmt)
+    note(f"{len(result.rows)} rows", fmt)
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
 
 
 @db_app.command("best")
@@ -117,19 +98,23 @@ def best_cmd(
     problem: Annotated[str | None, typer.Option(help="problem id (prefix) or name")] = None,
     platform: Annotated[str | None, typer.Option(help="e.g. cuda-triton")] = None,
     limit: Annotated[int, typer.Option(help="how many")] = 10,
+    fmt: FormatOpt = "table",
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """The best verified kernels (by speedup vs eager), optionally of a problem/platform."""
     from kforge_search.store.queries import best_kernels
 
+    check_format(fmt)
     found = _read(db, best_kernels, problem, platform, limit)
-    columns = ("candidate", "problem", "platform", "lineage", "gen", "x eager", "x compile")
+    columns = ("candidate", "problem", "platform", "lineage", Column("generation", "gen"),
+               Column("speedup_eager", "x eager", _x), Column("speedup_compile", "x compile", _x),
+               Column("p50_ms", "p50 ms"), "device")  # fmt: skip
     rows = [
         (h.candidate_id, h.problem_name or h.problem_id, h.platform, h.lineage_id,
          h.generation, h.speedup_eager, h.speedup_compile, h.p50_ms, h.device_name)
         for h in found
     ]  # fmt: skip
-    _table((*columns, "p50 ms", "device"), rows)
+    emit(columns, rows, fmt)
     if not found:
         err.print("no verified kernels match", highlight=False)
 
@@ -137,19 +122,22 @@ def best_cmd(
 @db_app.command("lineage")
 def lineage_cmd(
     candidate: Annotated[str, typer.Argument(help="candidate id (or a unique prefix)")],
+    fmt: FormatOpt = "table",
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """A candidate's ancestry (parents, recursively) with each step's status and speedups."""
     from kforge_search.store.queries import lineage
 
-    columns = ("depth", "candidate", "gen", "pass", "agent / model", "status", "x eager")
+    check_format(fmt)
+    columns = ("depth", "candidate", Column("generation", "gen"), Column("pass_kind", "pass"),
+               "agent", "model", "status", Column("speedup_eager", "x eager", _x),
+               Column("speedup_compile", "x compile", _x), "parents")  # fmt: skip
     rows = [
-        (s.depth, s.candidate_id, s.generation, s.pass_kind,
-         " / ".join(x for x in (s.agent, s.model) if x), s.best_status, s.speedup_eager,
-         s.speedup_compile, ", ".join(s.parent_ids))
+        (s.depth, s.candidate_id, s.generation, s.pass_kind, s.agent, s.model, s.best_status,
+         s.speedup_eager, s.speedup_compile, list(s.parent_ids))
         for s in _read(db, lineage, candidate)
     ]  # fmt: skip
-    _table((*columns, "x compile", "parents"), rows)
+    emit(columns, rows, fmt)
 
 
 @db_app.command("show")
@@ -187,47 +175,61 @@ def show_cmd(
 
 
 @db_app.command("stats")
-def stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
-    """Rows per table, evaluations per status, candidates and verified ones per platform."""
+def stats_cmd(fmt: FormatOpt = "table", db: DbOpt = DEFAULT_DB) -> None:
+    """Rows per table, evaluations per status, candidates and verified ones per platform.
+
+    As json or csv: one list, each row saying which count it is (`count_of`: rows of a
+    table, evaluations of a status, candidates of a platform with `verified`)."""
     from kforge_search.store.queries import stats
 
+    check_format(fmt)
     s = _read(db, stats)
     size = db.stat().st_size / 2**20
-    console.print(f"{db}  schema v{s.schema_version}  {size:.1f} MiB", highlight=False)
-    _table(("table", "rows"), s.rows)
-    _table(("status", "evaluations"), s.statuses)
-    _table(("platform", "candidates", "verified"), s.platforms)
+    note(f"{db}  schema v{s.schema_version}  {size:.1f} MiB", fmt)
+    if fmt == "table":
+        emit(("table", "rows"), s.rows)
+        emit(("status", "evaluations"), s.statuses)
+        emit(("platform", "candidates", "verified"), s.platforms)
+        return
+    rows = [("rows", table, n, None) for table, n in s.rows]
+    rows += [("evaluations", status, n, None) for status, n in s.statuses]
+    rows += [("candidates", platform, n, good) for platform, n, good in s.platforms]
+    emit(("count_of", "name", "count", "verified"), rows, fmt)
 
 
 @db_app.command("export")
 def export_cmd(
     directory: Annotated[Path, typer.Argument(help="where the Parquet files go")],
+    fmt: FormatOpt = "table",
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Write every table to DIR/<table>.parquet (and DIR/manifest.json)."""
     from kforge_search.store.io import export_db
 
+    check_format(fmt)
     counts = _read(db, export_db, directory)
-    _table(("table", "rows"), [(c.table, c.rows) for c in counts])
-    console.print(f"exported to {directory}", highlight=False)
+    emit(("table", "rows"), [(c.table, c.rows) for c in counts], fmt)
+    note(f"exported to {directory}", fmt)
 
 
 @db_app.command("import")
 def import_cmd(
     directory: Annotated[Path, typer.Argument(help="a directory written by `kforge db export`")],
+    fmt: FormatOpt = "table",
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Insert an export's rows; rows already present (same id) are skipped."""
     from kforge_search.store.io import import_db
     from kforge_search.store.writer import Writer
 
+    check_format(fmt)
     try:
         with Writer(db) as writer:
             counts = import_db(writer, directory)
     except _store_errors() as exc:
         _fail(str(exc))
     rows = [(c.table, c.rows, c.inserted) for c in counts]
-    _table(("table", "rows read", "inserted"), rows)
+    emit(("table", Column("rows_read", "rows read"), "inserted"), rows, fmt)
 
 
 @db_app.command("migrate")
@@ -250,14 +252,17 @@ def bench_cmd(
     batch_rows: Annotated[int, typer.Option(help="rows per transaction")] = 4_000,
     repeats: Annotated[int, typer.Option(help="timed runs per query")] = 20,
     db: Annotated[Path | None, typer.Option("--db", help="a new file (default: temp)")] = None,
+    fmt: FormatOpt = "table",
 ) -> None:
     """Fill a new database with a synthetic load; print insert throughput and query times."""
+    import functools
     import tempfile
 
     from rich.progress import Progress
 
     from kforge_search.store.load_test import BenchConfig, run_bench
 
+    check_format(fmt)
     try:
         cfg = BenchConfig(candidates, evaluations, problems, batch_rows, repeats)
     except ValueError as exc:
@@ -270,13 +275,15 @@ def bench_cmd(
                 report = run_bench(path, cfg, lambda n: progress.advance(task, n))
             except (FileExistsError, *_store_errors()) as exc:
                 _fail(str(exc))
-    console.print(
+    note(
         f"inserted {report.rows:,} rows in {report.batches} batches: {report.write_s:.1f} s "
         f"in the writer, [bold]{report.rows_per_s:,.0f} rows/s[/] (records built in "
-        f"{report.generate_s:.1f} s, not counted); file {report.file_bytes / 2**20:.0f} MiB"
+        f"{report.generate_s:.1f} s, not counted); file {report.file_bytes / 2**20:.0f} MiB",
+        fmt,
     )
-    rows = [(q.name, f"{q.p50_ms:.1f}", f"{q.max_ms:.1f}", q.rows) for q in report.queries]
-    _table(("query", "p50 ms", "max ms", "rows"), rows)
+    ms = functools.partial(Column, show=lambda v: f"{v:.1f}")
+    rows = [(q.name, q.p50_ms, q.max_ms, q.rows) for q in report.queries]
+    emit(("query", ms("p50_ms", "p50 ms"), ms("max_ms", "max ms"), "rows"), rows, fmt)
 
 
 def record_eval(

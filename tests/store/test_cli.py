@@ -31,9 +31,11 @@ def said(result) -> str:
 
 
 def kforge(*args: str) -> str:
+    """What `kforge db ARGS` printed; with --format, its stdout alone (the data: notes such as
+    a row count go to stderr)."""
     result = runner.invoke(app, ["db", *args])
     assert result.exit_code == 0, result.output
-    return result.output
+    return result.stdout if "--format" in args else result.output
 
 
 @pytest.fixture
@@ -81,6 +83,38 @@ def test_best_ranks_verified_kernels(db):
     assert c["child"].id not in out  # INCORRECT
     out = kforge("best", "--problem", "gemm_relu", "--platform", "cpu-cpp", "--db", str(path))
     assert c["triton"].id not in out and c["grandchild"].id in out
+
+
+LONG_NAME = "level9/" + "_".join(["a_problem_name_long_enough_to_be_cut"] * 3)
+
+
+def test_best_prints_whole_values_to_a_pipe_and_as_json_or_csv(tmp_path):
+    long = problem_record(LONG_NAME, "torch.relu(self.linear(x))")
+    kernel = candidate(long, "cpu-cpp", "long")
+    path = tmp_path / "k.duckdb"
+    with Writer(path) as writer:
+        writer.write([long, kernel])
+        writer.write([evaluation(kernel, 1.5)])
+    header, row = kforge("best", "--db", str(path)).splitlines()  # not a terminal: TSV
+    assert header.split("\t")[:3] == ["candidate", "problem", "platform"]
+    assert row.split("\t")[:3] == [kernel.id, LONG_NAME, "cpu-cpp"]
+    (found,) = json.loads(kforge("best", "--format", "json", "--db", str(path)))
+    assert found["problem"] == LONG_NAME and found["speedup_eager"] == 1.5
+    assert found["candidate"] == kernel.id and found["generation"] == 0
+    out = kforge("best", "--format", "csv", "--db", str(path))
+    (line,) = list(csv.DictReader(io.StringIO(out)))
+    assert line["problem"] == LONG_NAME and float(line["speedup_eager"]) == 1.5
+    refused = runner.invoke(app, ["db", "best", "--format", "xml", "--db", str(path)])
+    assert refused.exit_code == 2 and "use table, json or csv" in said(refused)
+
+
+def test_stats_as_json_is_one_list_of_counts(db):
+    path, _ = db
+    counts = json.loads(kforge("stats", "--format", "json", "--db", str(path)))
+    by = {(c["count_of"], c["name"]): c for c in counts}
+    assert by[("rows", "candidates")]["count"] == 5
+    assert by[("evaluations", "INCORRECT")]["count"] == 1
+    assert by[("candidates", "cpu-cpp")]["verified"] == 3
 
 
 def test_lineage_shows_the_ancestry_with_speedups(db):
