@@ -195,7 +195,8 @@ class Converter:
         if token == 1:
             return x  # a reduction over a size-1 dim is the identity
         kind = kind_of(x.dims, self.lead)
-        if kind is not Kind.MAT or not canonical(x.dims):
+        over_rows = kind is Kind.ROW and token == "L0" and len(self.lead) == 1
+        if (kind is not Kind.MAT and not over_rows) or not canonical(x.dims):
             raise UnsupportedError(f"{fn} over dim {dim}", f"of a {kind.value} value {x.dims}")
         last = max(i for i, t in enumerate(x.dims) if t != 1)
         if dim == last and token in ("C", "S"):
@@ -285,8 +286,6 @@ class Converter:
         self.groups = groups
 
     def graph(self, out: T) -> Graph:
-        if kind_of(out.dims, self.lead) is Kind.ONE:
-            raise UnsupportedError("a scalar output")
         if any(is_seg(t) and t != "S" for t in out.dims):
             raise UnsupportedError("an image-shaped output", "view it back to rows of features")
         work = Work(

@@ -39,11 +39,28 @@ class StagePlan:
     # the row pass reads); `tail` is then the row pass.
     col_tail: tuple[int, ...] = ()
     col_outs: tuple[int, ...] = ()
+    # Statistics over the rows of row statistics (a row sum, then its logsumexp over the
+    # batch): a last pass of one program over the row pass's results (`post_tail`, per-row
+    # and one-element values), writing `post_outs`.
+    post_tail: tuple[int, ...] = ()
+    post_outs: tuple[int, ...] = ()
 
     @property
     def fusable(self) -> bool:
         """Whether the tail can run inside the GEMM kernel when a tile spans the row/column."""
-        return self.axis in ("row", "col") and not self.segmented and not self.col_tail
+        return (
+            self.axis in ("row", "col")
+            and not self.segmented
+            and not self.col_tail
+            and not self.post_tail
+        )
+
+    def final_pass(self) -> StagePlan:
+        """The last pass, as a stage whose tail runs over the rows of one column."""
+        return dataclasses.replace(
+            self, tail=self.post_tail, axis="col", segmented=False, outs=self.post_outs,
+            col_tail=(), col_outs=(), post_tail=(), post_outs=(),
+        )  # fmt: skip
 
     def column_pass(self) -> StagePlan:
         """The first of two passes, as a stage whose tail is the column statistics."""
@@ -133,6 +150,25 @@ class _Refuse(Exception):
     pass
 
 
+def _post_part(graph: Graph, mine: list[int]) -> tuple[int, ...]:
+    """Statistics over the rows of per-row values and everything computed from them (which
+    must be per-row or one-element values: no pass over the GEMM's output follows)."""
+    part: set[int] = set()
+    for n in mine:
+        node = graph.node(n)
+        deps = graph.deps(node)
+        over_rows = (
+            isinstance(node, Stat) and node.axis == "col" and graph.node(node.x).kind is Kind.ROW
+        )
+        if over_rows or any(d in part for d in deps):
+            if node.kind not in (Kind.ROW, Kind.ONE):
+                raise _Refuse("a value over the GEMM's columns after a statistic over the rows")
+            if isinstance(node, Stat) and not over_rows:
+                raise _Refuse("a statistic over the columns after a statistic over the rows")
+            part.add(n)
+    return tuple(sorted(part))
+
+
 def _column_part(graph: Graph, mine: list[int], phase: dict[int, int]) -> tuple[int, ...]:
     """With column and row statistics after one GEMM: the column statistics, what they need
     and the per-column values made from them only (a pass over the columns before the rows).
@@ -176,6 +212,8 @@ def _lower(graph: Graph) -> Plan:
             raise _Refuse("a GEMM whose result is unused")
         s = stage_of[gemm.id]
         mine = [n for n in sorted(live) if stage_of[n] == s]
+        post_tail = _post_part(graph, mine)
+        mine = [n for n in mine if n not in post_tail]
         stats = [graph.node(n) for n in mine if isinstance(graph.node(n), Stat)]
         axes = {st.axis for st in stats}  # type: ignore[union-attr]
         segs = {st.groups is not None for st in stats}  # type: ignore[union-attr]
@@ -190,10 +228,12 @@ def _lower(graph: Graph) -> Plan:
             raise _Refuse("two poolings after one GEMM")
         tail = tuple(n for n in mine if phase[n] > 0 and n not in col_tail)
         phase0 = frozenset(n for n in mine if phase[n] == 0)
+        post_ins = {d for n in post_tail for d in graph.deps(graph.node(n)) if d in mine}
         outs = tuple(
             n
             for n in mine
-            if n == graph.output
+            if n in post_ins
+            or n == graph.output
             or n in updated
             or any(stage_of.get(u, s) > s for u in users[n] if u in live)
         )
@@ -206,6 +246,15 @@ def _lower(graph: Graph) -> Plan:
         col_kind = {n for n in col_tail if graph.node(n).kind is Kind.COL}
         reach = closure(graph, tail, set(), set(gemm_stores) | col_kind) if col_tail else []
         col_outs = tuple(n for n in col_tail if n in col_kind and (n in reach or n in outs))
+        post_outs = tuple(
+            n
+            for n in post_tail
+            if n == graph.output
+            or n in updated
+            or any(stage_of.get(u, s) > s for u in users[n] if u in live)
+        )
+        if any(stage_of.get(u, s) > s for n in post_outs for u in users[n] if u in live):
+            raise _Refuse("a GEMM after a statistic over the rows of row statistics")
         for n in outs:
             if graph.node(n).kind not in (Kind.MAT, Kind.ROW, Kind.SEG, Kind.COL):
                 raise _Refuse(f"an output of kind {graph.node(n).kind.value}")
@@ -222,6 +271,8 @@ def _lower(graph: Graph) -> Plan:
                 outs=outs,
                 col_tail=col_tail,
                 col_outs=col_outs,
+                post_tail=post_tail,
+                post_outs=post_outs,
             )
         )
     for st in stages[1:]:

@@ -69,6 +69,7 @@ def buffer_shape(kind: Kind, stage: int) -> str:
         Kind.ROW: "(R,)",
         Kind.SEG: "(R, G)",
         Kind.COL: f"(NC{stage},)",
+        Kind.ONE: "()",
     }[kind]
 
 
@@ -79,6 +80,8 @@ def output_line(plan: Plan) -> str:
     dims = plan.graph.out_dims
     if dims == ("L0", "C") or dims == ("L0",):
         return f"return {out}"  # the buffer already has this shape
+    if not dims:
+        return f"return {out}.view(())"
     if canonical(dims):
         return f"return {out}.view({out_view(plan)})"
     tokens = [t for t in dims if t != 1]

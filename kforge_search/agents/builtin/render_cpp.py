@@ -22,7 +22,7 @@ OP_ACC, OP_LOAD, OP_SCALAR, OP_SIZE, OP_STAT, OP_STORE = 100, 101, 102, 103, 104
 KIND_CODE = {Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5}
 STEP_TOP, STEP_STAT, STEP_FINAL = 0, 1, 2
 SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2}
-PASS_KIND = {"": 0, "row": 1, "col": 2, "col+row": 3}
+PASS_BITS = {"": 0, "row": 1, "col": 2, "post": 4}
 VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL}, "col": {Kind.MAT, Kind.ROW}}
 EXTENSION = "kforge_builtin_cpp"
 CFLAGS = ["-O3", "-fopenmp", "-fno-trapping-math", "-fno-math-errno"]
@@ -171,17 +171,26 @@ def stage_lines(
     stores = tuple(
         dict.fromkeys((*stage.gemm_stores, *(n for n in stage.outs if n in stage.phase0)))
     )
-    buffers = tuple(dict.fromkeys((*stores, *stage.col_outs, *stage.outs)))
+    buffers = tuple(dict.fromkeys((*stores, *stage.col_outs, *stage.outs, *stage.post_outs)))
     sc = StageCode(plan, stage, names, leaves, outputs=[f"b{n}" for n in buffers])
     epi = _epilogue(sc, stores)  # the GEMM kernel computes the stores
     sc.leaves = leaves | set(stores)  # the second pass reads them back
-    steps, n_col, kind = [], 0, stage.axis if stage.tail else ""
+    steps, n_col, bits = [], 0, 0  # passes: 2 columns, 1 rows, 4 the last one (in order)
     if stage.col_tail:  # column statistics first; the row pass reads their buffers
         first = stage.column_pass()
         steps = _pass_steps(sc, first)
-        n_col, kind = len(steps), "col+row"
+        n_col, bits = len(steps), PASS_BITS["col"]
         sc.leaves = sc.leaves | set(first.outs)
-    steps += _pass_steps(sc, stage)
+    main = _pass_steps(sc, stage)
+    steps += main
+    if stage.axis == "col":
+        n_col += len(main)
+    bits |= PASS_BITS[stage.axis] if stage.tail else 0
+    n_row = len(steps) - n_col
+    if stage.post_tail:  # over the rows of the row pass's results, in one thread
+        sc.leaves = sc.leaves | set(stage.outs)
+        steps += _pass_steps(sc, stage.final_pass())
+        bits |= PASS_BITS["post"]
     code = sc.resolve()
     a_lines, a = r.a_operand(plan, stage)
     g = stage.gemm
@@ -205,11 +214,12 @@ def stage_lines(
         *(pool_fn, pool_src, pool_dst, int(layout == "kn")),
         *(genome.block_m, genome.block_n, genome.block_k, genome.parallel_work),
         *(pre_start, pre_n, post_start, post_n),
-        *(PASS_KIND[kind], len(steps), max(1, len(sc.regs))),
+        *(bits, len(steps), max(1, len(sc.regs))),
         *(v for step in steps for v in step),
         len(buffers),
         *(KIND_CODE[plan.kind(n)] for n in buffers),
         n_col,
+        n_row,
     ]
     constants.append(f"_CODE{s} = torch.tensor({code or [0] * 5}, dtype=torch.int64)")
     constants.append(f"_LAYOUT{s} = torch.tensor({layout_values}, dtype=torch.int64)")

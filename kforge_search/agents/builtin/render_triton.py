@@ -145,20 +145,28 @@ class StageWriter:
             first = st.column_pass()
             lines += self._alloc(first.outs) + self._one_pass(first, leaves, "_pre")
             leaves = leaves | set(first.outs)
-        return lines + self._one_pass(st, leaves)
+        lines += self._one_pass(st, leaves)
+        if st.post_tail:  # statistics over the rows of the row pass's results: one program
+            last = st.final_pass()
+            lines += self._alloc(last.outs)
+            lines += self._one_pass(last, leaves | set(st.outs), "_post", one=True)
+        return lines
 
-    def _one_pass(self, st: StagePlan, leaves: set[int], suffix: str = "") -> list[str]:
+    def _one_pass(
+        self, st: StagePlan, leaves: set[int], suffix: str = "", one: bool = False
+    ) -> list[str]:
         s, gn = self.s, self.genome
         kernel = pass_kernel(self.plan, st, self.names, f"_kf_s{s}_{st.axis}s{suffix}", leaves)
         self.kernels.append(kernel)
-        sizes = ["R", f"NC{s}", f"SEG{s}", "G"]
+        sizes = ["R", "1" if one else f"NC{s}", f"SEG{s}", "G"]
         if st.axis == "row":
             segments = "G" if st.segmented else "1"
             block = f"min({gn.pass_block}, max(16, triton.next_power_of_2(SEG{s})))"
             consts = f"BLOCK=pass_block, num_warps={gn.pass_warps}"
             return [f"pass_block = {block}", _launch(kernel, f"(R, {segments})", [], sizes, consts)]
         consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
-        return [_launch(kernel, f"(triton.cdiv(NC{s}, 32),)", [], sizes, consts)]
+        grid = "(1,)" if one else f"(triton.cdiv(NC{s}, 32),)"
+        return [_launch(kernel, grid, [], sizes, consts)]
 
     def fused_lines(self, leaves: set[int]) -> list[str]:
         st, s, gn = self.stage, self.s, self.genome

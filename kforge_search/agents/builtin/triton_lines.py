@@ -136,10 +136,14 @@ class Lines:
             }[kind] + self._ld(name, kind)
         both = "mask=mask_r[:, None] & mask_c[None, :]"
         at = f"{name} + rows64[:, None] * ld_{name} + cols[None, :]"
+        if self.dialect == "col" and kind is Kind.ROW:  # per-row values of the last pass
+            first = "mask=mask_r[:, None] & (cols == 0)[None, :]"
+            return f"tl.store({name} + rows[:, None] + cols[None, :] * 0, {v}, {first})"
         return {
             Kind.MAT: f"tl.store({at}, {v}, {both})",
             Kind.ROW: f"tl.store({name} + rows[:, None], {v}, mask=mask_r[:, None])",
             Kind.COL: f"tl.store({name} + cols[None, :], {v}, mask=mask_c[None, :])",
+            Kind.ONE: f"tl.store({name} + cols[None, :] * 0, {v}, mask=(cols == 0)[None, :])",
         }[kind] + self._ld(name, kind)
 
     def _ld(self, name: str, kind: Kind) -> str:
