@@ -1,11 +1,19 @@
-"""What a candidate keeps from the problem's source: imports, Model's constructor (as
-ModelNew's, so parameters are created the same way, in the same order, under the same seed),
-Model's other helper methods, and the top-level definitions the constructor refers to."""
+"""What a candidate keeps from the problem's source: imports, Model's class body but forward
+(its constructor as ModelNew's, so parameters are created the same way, in the same order,
+under the same seed; helper methods; class attributes), and every top-level definition that
+code needs, with what those need in turn, in source order.
+
+A candidate runs on its own, as KernelBench's harness loads it: nothing copied may refer to
+a name of the problem's module. `Model` becomes `ModelNew` in the copied code
+(`super(Model, self)`, `Model.attr`), and the helpers and constants it reads come along.
+"""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+
+from kforge_search.evaluator.free_names import free_names, module_bindings
 
 _SKIP = {"Model", "get_inputs", "get_init_inputs", "KFORGE_SIZES"}
 _PRELUDE = {"import torch", "import torch.nn as nn"}  # every candidate imports these
@@ -14,30 +22,55 @@ _PRELUDE = {"import torch", "import torch.nn as nn"}  # every candidate imports 
 @dataclass(frozen=True)
 class ModelSource:
     imports: str  # the problem's top-level imports
-    helpers: str  # top-level definitions the constructor needs
+    helpers: str  # top-level definitions the copied code needs, in source order
     bases: str  # Model's base classes, e.g. "nn.Module"
-    methods: str  # __init__ and helper methods, indented for a class body
+    methods: str  # Model's class body but forward, indented for a class body
     forward_args: str  # forward's parameters without self, e.g. "x: torch.Tensor"
 
 
-def _names(node: ast.AST) -> set[str]:
-    """Names a definition reads from outside: loads, less its own arguments and locals."""
-    used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    local = {
-        n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-    }
-    local |= {a.arg for n in ast.walk(node) if isinstance(n, ast.arguments) for a in ast.walk(n)
-              if isinstance(a, ast.arg)}  # fmt: skip
-    return used - local
+class _AsModelNew(ast.NodeTransformer):
+    """`Model` -> `ModelNew`: the candidate's class stands for the problem's."""
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return (
+            ast.copy_location(ast.Name("ModelNew", node.ctx), node) if node.id == "Model" else node
+        )
 
 
-def _defined(node: ast.stmt) -> str | None:
-    if isinstance(node, ast.FunctionDef | ast.ClassDef):
-        return node.name
-    if isinstance(node, ast.Assign) and len(node.targets) == 1:
-        target = node.targets[0]
-        return target.id if isinstance(target, ast.Name) else None
-    return None
+def _reads(nodes: list[ast.stmt]) -> set[str]:
+    """The names these statements read from the module they are placed in."""
+    return set(free_names(ast.Module(body=nodes, type_ignores=[])).free)
+
+
+def _needed(body: list[ast.stmt], model: ast.ClassDef, forward: ast.FunctionDef) -> list[ast.stmt]:
+    """The top-level statements (not imports) that bind what the candidate's copy of Model
+    reads (its bases, its class body but forward, forward's signature), and what those read
+    in turn, in source order."""
+    defs = [
+        (n, module_bindings(n))
+        for n in body
+        if n is not model and not isinstance(n, ast.Import | ast.ImportFrom)
+    ]
+    defs = [(n, bound) for n, bound in defs if not bound & _SKIP]
+    signature = ast.FunctionDef(
+        name="forward", args=forward.args, body=[ast.Pass()], decorator_list=[], returns=None
+    )
+    copy = ast.ClassDef(
+        name="ModelNew",
+        bases=model.bases,
+        keywords=[],
+        body=[n for n in model.body if n is not forward] + [signature],
+        decorator_list=[],
+    )
+    wanted: set[ast.stmt] = set()
+    frontier = _reads([copy])
+    while frontier:
+        name = frontier.pop()
+        for node, bound in defs:
+            if name in bound and node not in wanted:
+                wanted.add(node)
+                frontier |= _reads([node])
+    return [n for n, _ in defs if n in wanted]
 
 
 def model_source(source: str) -> ModelSource:
@@ -49,7 +82,8 @@ def model_source(source: str) -> ModelSource:
     forward = next((m for m in methods if m.name == "forward"), None)
     if forward is None or not any(m.name == "__init__" for m in methods):
         raise ValueError("Model needs __init__ and forward")
-    kept = [m for m in methods if m.name != "forward"]
+    tree = _AsModelNew().visit(tree)
+    kept = [n for n in model.body if n is not forward and not _docstring(n)]
     forward_args = ast.arguments(
         posonlyargs=[],
         args=forward.args.args[1:],
@@ -62,17 +96,11 @@ def model_source(source: str) -> ModelSource:
     imports = [
         n
         for n in tree.body
-        if isinstance(n, ast.Import | ast.ImportFrom) and ast.unparse(n) not in _PRELUDE
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        and ast.unparse(n) not in _PRELUDE
+        and not (isinstance(n, ast.ImportFrom) and n.module == "__future__")  # not mid-file
     ]
-    defs = {name: n for n in tree.body if (name := _defined(n)) and name not in _SKIP}
-    wanted: set[str] = set()
-    frontier = set().union(*(_names(m) for m in kept), *(_names(b) for b in model.bases))
-    while frontier:
-        name = frontier.pop()
-        if name in defs and name not in wanted:
-            wanted.add(name)
-            frontier |= _names(defs[name])
-    helpers = [n for n in tree.body if _defined(n) in wanted]
+    helpers = _needed(tree.body, model, forward)
     body = "\n\n".join(_indent(ast.unparse(m)) for m in kept)
     return ModelSource(
         imports="\n".join(ast.unparse(n) for n in imports),
@@ -81,6 +109,10 @@ def model_source(source: str) -> ModelSource:
         methods=body,
         forward_args=ast.unparse(forward_args),
     )
+
+
+def _docstring(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
 
 
 def _indent(text: str, pad: str = "    ") -> str:
