@@ -264,7 +264,9 @@ class Converter:
         """Training-mode dropout: x * keep / (1 - p), the keep-mask drawn in the forward from
         torch's generator as the reference's dropout draws it (docs/evaluator.md, "Random
         operators"), then read by the kernels like an input."""
-        if x.space != 0 or not canonical(x.dims) or any(is_seg(t) and t != "S" for t in x.dims):
+        if x.space != 0:
+            raise UnsupportedError("dropout in training mode", "after pooling")
+        if not canonical(x.dims) or any(is_seg(t) and t != "S" for t in x.dims):
             raise UnsupportedError("dropout in training mode", f"on dims {x.dims}")
         gemm = next(n for n in reversed(self.nodes) if isinstance(n, Gemm))
         first = next(n for n in self.nodes if isinstance(n, Gemm))

@@ -13,7 +13,18 @@ from __future__ import annotations
 
 import dataclasses
 
-from kforge_search.agents.builtin.ir import Ew, Gemm, Graph, Kind, Load, Node, Scalar, Size, Stat
+from kforge_search.agents.builtin.ir import (
+    Ew,
+    Gemm,
+    Graph,
+    Kind,
+    Load,
+    Node,
+    Scalar,
+    Size,
+    Stat,
+    Work,
+)
 
 GEMM_SUM = "gemm_sum_as_gemv"
 NOTES = {
@@ -83,6 +94,7 @@ def gemm_sum(graph: Graph) -> Graph:
     nodes = list(graph.nodes)
     gemms = [n.id for n in graph.nodes if isinstance(n, Gemm)]
     work = list(graph.work.gemms)
+    tail_ops, min_bytes = graph.work.tail_ops, graph.work.min_bytes
     done = False
     for stat in [n for n in graph.nodes if isinstance(n, Stat)]:
         if stat.fn != "sum" or stat.axis != "row" or stat.groups is not None or stat.space:
@@ -113,16 +125,17 @@ def gemm_sum(graph: Graph) -> Graph:
                 nodes[n] = dataclasses.replace(node, args=args)
             elif isinstance(node, Ew) and any(isinstance(a, Size) for a in node.args):
                 return graph  # another size of the columns: leave the GEMM as it is
-        b, m, _, k = work[gemms.index(gemm.id)]
+        b, m, n, k = work[gemms.index(gemm.id)]
         work[gemms.index(gemm.id)] = (b, m, 1, k)
+        # the roofline's work: the tail runs on one column, the weight's sum is read
+        tail_ops = tail_ops / n
+        min_bytes -= 4.0 * (n - 1) * k
         done = True
     if not done:
         return graph
+    new_work = Work(tuple(work), tail_ops, min_bytes)
     return dataclasses.replace(
-        graph,
-        nodes=tuple(nodes),
-        work=dataclasses.replace(graph.work, gemms=tuple(work)),
-        rewrites=(*graph.rewrites, GEMM_SUM),
+        graph, nodes=tuple(nodes), work=new_work, rewrites=(*graph.rewrites, GEMM_SUM)
     )
 
 

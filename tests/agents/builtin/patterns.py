@@ -127,6 +127,42 @@ SUPPORTED = {
     "dropout_identity": make("dropout_identity", "return self.drop(F.silu(self.linear(x)))",
                              init="self.linear = nn.Linear(in_f, out_f)\n"
                                   "self.drop = nn.Dropout(0.0)"),
+    # issue 19: broadcasting against statistics, images, training mode, rewrites
+    "row_mean_times_input": make("row_mean_times_input",
+                                 "return torch.relu(self.linear(x).mean(dim=1, keepdim=True) * z)",
+                                 args="x, z",
+                                 inputs="[torch.rand(12, 40), torch.rand(12, 25)]"),
+    "param4d_vs_row_min": make("param4d_vs_row_min", """
+        m = torch.min(self.linear(x), dim=1, keepdim=True)[0]
+        return torch.tanh(m + self.b)
+    """, init="self.linear = nn.Linear(in_f, out_f)\n"
+              "self.b = nn.Parameter(torch.randn(1, out_f, 1, 1))"),
+    "col_mean_no_keepdim": make("col_mean_no_keepdim",
+                                "y = self.linear(x)\nreturn y / (y.abs().mean(0) + 1.0)"),
+    "instance_norm2d_lifted": make("instance_norm2d_lifted", """
+        y = self.linear(x)
+        return F.gelu(self.norm(y.unsqueeze(1).unsqueeze(1)).flatten(1))
+    """, init="self.linear = nn.Linear(in_f, out_f)\nself.norm = nn.InstanceNorm2d(1)",
+         inputs="[torch.rand(12, 40)]"),
+    "image_mean_keepdim": make("image_mean_keepdim", """
+        y = self.linear(x).view(-1, 3, 2, 4)
+        y = self.norm(y) * self.w
+        return y.reshape(y.shape[0], -1)
+    """, init="self.linear = nn.Linear(in_f, 24)\nself.norm = nn.InstanceNorm2d(3, affine=True)\n"
+              "self.w = nn.Parameter(torch.rand(3, 1, 1) + 0.5)"),
+    "batchnorm_log_softmax": make("batchnorm_log_softmax",
+                                  "return torch.log_softmax(self.bn(self.linear(x)), dim=1)",
+                                  init="self.linear = nn.Linear(in_f, out_f)\n"
+                                       "self.bn = nn.BatchNorm1d(out_f, momentum=0.3)"),
+    "dropout_functional": make("dropout_functional",
+                               "return torch.relu(F.dropout(self.linear(x), 0.3)) + 1.0"),
+    "gemm_scaled_sum": make("gemm_scaled_sum",
+                            "return (self.linear(x) * 0.5 - self.c).sum(dim=1, keepdim=True)",
+                            init="self.linear = nn.Linear(in_f, out_f)\n"
+                                 "self.c = nn.Parameter(torch.rand(out_f))",
+                            inputs="[torch.rand(12, 40)]"),
+    "batch_logsumexp": make("batch_logsumexp",
+                            "return torch.logsumexp(self.linear(x).sum(dim=1), dim=0)"),
 }  # fmt: skip
 
 UNSUPPORTED = {
@@ -138,8 +174,20 @@ UNSUPPORTED = {
     "cumsum": (make("cumsum", "return torch.cumsum(self.linear(x), dim=1)"), "unsupported: cumsum"),
     "two_outputs": (make("two_outputs", "y = self.linear(x)\nreturn y, y"),
                     "unsupported: multiple outputs"),
-    "dropout_train": (make("dropout_train", "return F.dropout(self.linear(x), 0.5)"),
-                      "unsupported: dropout in training mode"),
+    "dropout_after_pool": (make("dropout_after_pool", """
+        y = F.max_pool1d(self.linear(x).unsqueeze(1), 2).squeeze(1)
+        return F.dropout(y, 0.5)
+    """), "unsupported: dropout in training mode"),
+    "columns_after_batch_stat": (make("columns_after_batch_stat", """
+        y = self.linear(x)
+        return y - y.sum(dim=1, keepdim=True).mean(dim=0, keepdim=True)
+    """), "unsupported: a value over the GEMM's columns after a statistic over the rows"),
+    "instance_norm_running": (make("instance_norm_running", """
+        y = self.linear(x)
+        return self.norm(y.view(y.shape[0], 5, 5)).flatten(1)
+    """, init="self.linear = nn.Linear(in_f, out_f)\n"
+              "self.norm = nn.InstanceNorm1d(5, track_running_stats=True)"),
+        "unsupported: InstanceNorm1d (with running statistics)"),
     "where": (make("where", "y = self.linear(x)\nreturn torch.where(y > 0, y, 0.0)"),
               "unsupported: gt"),
     "float64": (make("float64", "return self.linear(x)", inputs="[torch.randn(4, 40).double()]",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_search.agents.builtin import BuiltinAgent
+from kforge_search.agents.builtin import BuiltinAgent, CppGenome, TritonGenome
 from kforge_search.agents.builtin.agent import analyze
-from kforge_search.agents.builtin.ir import Kind, Scalar, Unsupported
+from kforge_search.agents.builtin.ir import Ew, Kind, Load, Scalar, Stat, Unsupported
 from kforge_search.agents.builtin.plan import Plan
+from kforge_search.agents.builtin.render import output_line
 from kforge_search.platforms import get_platform
 from kforge_search.problem import find_problems, resolve_problem
 from tests.agents.builtin.patterns import SUPPORTED, UNSUPPORTED
@@ -120,5 +121,73 @@ def test_tail_work_is_a_few_operations_per_gemm_output(problem):
     segment view once counted the GroupNorm tail 32768 times and put a kernel above 100%)."""
     work = analyze(problem).graph.work
     outputs = max(b * m * n for b, m, n, _ in work.gemms)
-    assert 1 <= work.tail_ops / outputs <= 12
+    assert 1 <= work.tail_ops / outputs <= 18  # BatchNorm, LayerNorm and GELU: 16
     assert work.min_bytes < 4 * 4 * work.gemm_flops  # inputs + parameters + output, once
+
+
+# -- issue 19: KernelBench's GEMM + tail chains -------------------------------------------------
+def test_a_gemm_summed_over_its_outputs_becomes_a_gemv_named_in_the_note():
+    plan = plan_of("level2/29_gemm_sum_offset")
+    assert plan.graph.rewrites == ("gemm_sum_as_gemv",)
+    assert [n for _, _, n, _ in plan.graph.work.gemms] == [1]  # one output column
+    assert "_kf_sum_n" in plan.graph.gemms[0].b and "self.linear.weight" in plan.graph.gemms[0].b
+    problem = resolve_problem("level2/29_gemm_sum_offset", size_set="ci")
+    draft = BuiltinAgent().synthesize(problem, get_platform("cpu-triton"), TritonGenome(), "seed")
+    assert "x @ W.sum(0)" in draft.note and "x @ W.sum(0)" in draft.source
+    mean = plan_of("level2/10_gemm_mean_gelu")  # the mean's count is read from the weight
+    sizes = [a for n in mean.graph.nodes if isinstance(n, Ew) for a in n.args]
+    assert Scalar(79.0, "self.linear.weight.shape[0]") in sizes
+
+
+def test_the_gemm_stays_when_its_columns_are_still_needed():
+    plan = plan_of("level2/26_gemm_subtract_mean_gelu_input_residual")  # mean + the input
+    assert plan.graph.rewrites == () and plan.graph.work.gemms[0][2] == 35
+
+
+def test_a_row_statistic_broadcasts_against_inputs_and_4d_parameters():
+    gated = plan_of("level2/28_gemm_rowmax_gate_param4d")
+    assert gated.graph.out_dims == ("L0", "C", 1, 1)
+    permuted = plan_of("level2/27_gemm_min_bias4d_tanh")  # (B, 1) + (1, N, 1, 1)
+    assert permuted.graph.out_dims == (1, "C", "L0", 1)
+    assert ".permute(1, 0)" in output_line(permuted)
+    residual = plan_of("level2/26_gemm_subtract_mean_gelu_input_residual")
+    loads = {n.tensor: n.kind for n in residual.graph.nodes if isinstance(n, Load)}
+    assert loads["x"] is Kind.MAT  # the (B, N) input against the (B, 1) mean
+
+
+def test_instance_norm_of_an_image_view_runs_per_channel_segment():
+    plan = plan_of("level2/23_gemm_instancenorm2d_residual_mul")
+    assert plan.graph.groups == Scalar(3.0, "self.shape[0]")
+    assert plan.stages[0].segmented
+    lifted = plan_of("level2/25_gemm_unsqueeze_instancenorm_tanh")  # one channel: whole rows
+    assert lifted.graph.groups is None and lifted.stages[0].axis == "row"
+
+
+def test_training_batchnorm_then_softmax_runs_columns_then_rows():
+    stage = plan_of("level2/31_gemm_batchnorm_softmax_scale").stages[0]
+    graph = plan_of("level2/31_gemm_batchnorm_softmax_scale").graph
+    assert stage.col_tail and stage.col_outs and not stage.fusable
+    assert {graph.node(n).axis for n in stage.col_tail if isinstance(graph.node(n), Stat)} == {
+        "col"
+    }
+    assert {graph.node(n).axis for n in stage.tail if isinstance(graph.node(n), Stat)} == {"row"}
+    targets = [u.target for u in graph.updates]
+    assert targets == [
+        "self.bn.running_mean",
+        "self.bn.running_var",
+        "self.bn.num_batches_tracked",
+    ]
+
+
+def test_statistics_over_the_batch_of_row_results_run_last():
+    plan = plan_of("level2/39_gemm_relu_rowmax_logsumexp")
+    stage = plan.stages[0]
+    assert stage.post_tail and plan.graph.out_dims == () and plan.graph.output in stage.post_outs
+
+
+def test_training_dropout_draws_its_mask_in_forward():
+    problem = resolve_problem("level2/35_gemm_dropout_gelu_scale", size_set="ci")
+    for platform, genome in (("cpu-triton", TritonGenome()), ("cpu-cpp", CppGenome())):
+        source = BuiltinAgent().synthesize(problem, get_platform(platform), genome, "t").source
+        assert "_kf_dropout_mask((lead[0], self.linear.weight.shape[-2],), self.dropout.p" in source
+        assert "bernoulli_(1.0 - p)" in source and "native_dropout" in source
