@@ -292,6 +292,10 @@ def describe_plan(plan: Plan, language: str) -> str:
             where = "a second fused pass over the " + ("rows" if st.axis == "row" else "columns")
             if st.col_tail:
                 stats, where = "column then row", "a pass over the columns, then one over the rows"
+            if st.row2_tail:
+                where += ", then a pass over whole rows"
+            if st.post_tail:
+                where += ", then one program over the batch of per-row results"
             if language == "cpp":
                 where += " in the same call"
             elif st.fusable:

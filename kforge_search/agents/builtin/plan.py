@@ -13,11 +13,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from kforge_search.agents.builtin.ir import (
+    Ew,
     Gemm,
     Graph,
     Kind,
     Load,
     Pool,
+    Size,
     Stat,
     Unsupported,
 )
@@ -44,6 +46,9 @@ class StagePlan:
     # and one-element values), writing `post_outs`.
     post_tail: tuple[int, ...] = ()
     post_outs: tuple[int, ...] = ()
+    # Whole-row statistics after per-segment ones (GroupNorm, then a mean over the row): a
+    # second pass over whole rows, reading what the segment pass wrote.
+    row2_tail: tuple[int, ...] = ()
 
     @property
     def fusable(self) -> bool:
@@ -53,20 +58,28 @@ class StagePlan:
             and not self.segmented
             and not self.col_tail
             and not self.post_tail
+            and not self.row2_tail
         )
+
+    def whole_row_pass(self) -> StagePlan:
+        """The second pass over rows, unsegmented (its outputs are among `outs`)."""
+        return dataclasses.replace(
+            self, tail=self.row2_tail, segmented=False, col_tail=(), col_outs=(),
+            post_tail=(), post_outs=(), row2_tail=(),
+        )  # fmt: skip
 
     def final_pass(self) -> StagePlan:
         """The last pass, as a stage whose tail runs over the rows of one column."""
         return dataclasses.replace(
             self, tail=self.post_tail, axis="col", segmented=False, outs=self.post_outs,
-            col_tail=(), col_outs=(), post_tail=(), post_outs=(),
+            col_tail=(), col_outs=(), post_tail=(), post_outs=(), row2_tail=(),
         )  # fmt: skip
 
     def column_pass(self) -> StagePlan:
         """The first of two passes, as a stage whose tail is the column statistics."""
         return dataclasses.replace(
             self, tail=self.col_tail, axis="col", segmented=False, outs=self.col_outs,
-            col_tail=(), col_outs=(),
+            col_tail=(), col_outs=(), row2_tail=(),
         )  # fmt: skip
 
 
@@ -185,11 +198,30 @@ def _column_part(graph: Graph, mine: list[int], phase: dict[int, int]) -> tuple[
         deps = [d for d in graph.deps(node) if d in mine and phase[d] > 0]
         if node.kind is Kind.COL and deps and all(d in part for d in deps):
             part.add(n)
-    if any(graph.node(n).kind is Kind.SEG for n in part) or any(
-        isinstance(graph.node(n), Stat) and graph.node(n).groups is not None  # type: ignore[union-attr]
-        for n in mine
-    ):
-        raise _Refuse("column statistics and per-segment statistics after one GEMM")
+    if any(graph.node(n).kind in (Kind.SEG, Kind.SEGVEC) for n in part):
+        raise _Refuse("per-segment values in column statistics")
+    return tuple(sorted(part))
+
+
+def _whole_row_part(graph: Graph, mine: list[int]) -> tuple[int, ...]:
+    """Whole-row statistics after per-segment ones, and what is computed from them. They
+    read per-row, per-column and full values of the segment pass, nothing per segment."""
+    part: set[int] = set()
+    for n in mine:
+        node = graph.node(n)
+        whole = isinstance(node, Stat) and node.axis == "row" and node.groups is None
+        if whole or any(d in part for d in graph.deps(node)):
+            if isinstance(node, Stat) and not whole:
+                raise _Refuse("per-segment or column statistics after whole-row statistics")
+            part.add(n)
+    for n in part:
+        node = graph.node(n)
+        if node.kind in (Kind.SEG, Kind.SEGVEC) or (
+            isinstance(node, Ew) and any(a == Size("seg") for a in node.args)
+        ):
+            raise _Refuse("per-segment values after whole-row statistics")
+        if any(graph.node(d).kind in (Kind.SEG, Kind.SEGVEC) for d in graph.deps(node)):
+            raise _Refuse("whole-row statistics of per-segment values")
     return tuple(sorted(part))
 
 
@@ -216,19 +248,22 @@ def _lower(graph: Graph) -> Plan:
         mine = [n for n in mine if n not in post_tail]
         stats = [graph.node(n) for n in mine if isinstance(graph.node(n), Stat)]
         axes = {st.axis for st in stats}  # type: ignore[union-attr]
-        segs = {st.groups is not None for st in stats}  # type: ignore[union-attr]
-        if len(segs) > 1:
-            raise _Refuse("statistics over rows and over segments after one GEMM")
+        segs = {st.groups is not None for st in stats if st.axis == "row"}  # type: ignore[union-attr]
         col_tail: tuple[int, ...] = ()
         if len(axes) > 1:
             col_tail = _column_part(graph, mine, phase)
             axes = {"row"}
+        row2_tail: tuple[int, ...] = ()
+        if len(segs) > 1:  # per-segment statistics, then whole-row ones: two row passes
+            row2_tail = _whole_row_part(graph, mine)
+            segs = {True}
         pools = [graph.node(n) for n in mine if isinstance(graph.node(n), Pool)]
         if len(pools) > 1:
             raise _Refuse("two poolings after one GEMM")
-        tail = tuple(n for n in mine if phase[n] > 0 and n not in col_tail)
+        tail = tuple(n for n in mine if phase[n] > 0 and n not in col_tail and n not in row2_tail)
         phase0 = frozenset(n for n in mine if phase[n] == 0)
         post_ins = {d for n in post_tail for d in graph.deps(graph.node(n)) if d in mine}
+        post_ins |= {d for n in row2_tail for d in graph.deps(graph.node(n)) if d in tail}
         outs = tuple(
             n
             for n in mine
@@ -237,14 +272,16 @@ def _lower(graph: Graph) -> Plan:
             or n in updated
             or any(stage_of.get(u, s) > s for u in users[n] if u in live)
         )
-        needed_by_tail = {d for t in (*tail, *col_tail) for d in graph.deps(graph.node(t))}
+        passes = (*tail, *col_tail, *row2_tail)
+        needed_by_tail = {d for t in passes for d in graph.deps(graph.node(t))}
         gemm_stores = tuple(
             n
             for n in sorted(phase0)
             if graph.node(n).kind is Kind.MAT and (n in needed_by_tail or n in outs)
         )
         col_kind = {n for n in col_tail if graph.node(n).kind is Kind.COL}
-        reach = closure(graph, tail, set(), set(gemm_stores) | col_kind) if col_tail else []
+        rows = (*tail, *row2_tail)
+        reach = closure(graph, rows, set(), set(gemm_stores) | col_kind) if col_tail else []
         col_outs = tuple(n for n in col_tail if n in col_kind and (n in reach or n in outs))
         post_outs = tuple(
             n
@@ -273,6 +310,7 @@ def _lower(graph: Graph) -> Plan:
                 col_outs=col_outs,
                 post_tail=post_tail,
                 post_outs=post_outs,
+                row2_tail=row2_tail,
             )
         )
     for st in stages[1:]:

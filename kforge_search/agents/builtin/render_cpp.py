@@ -22,7 +22,7 @@ OP_ACC, OP_LOAD, OP_SCALAR, OP_SIZE, OP_STAT, OP_STORE = 100, 101, 102, 103, 104
 KIND_CODE = {Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5}
 STEP_TOP, STEP_STAT, STEP_FINAL = 0, 1, 2
 SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2}
-PASS_BITS = {"": 0, "row": 1, "col": 2, "post": 4}
+PASS_BITS = {"": 0, "row": 1, "col": 2, "post": 4, "whole": 8}
 VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL}, "col": {Kind.MAT, Kind.ROW}}
 EXTENSION = "kforge_builtin_cpp"
 CFLAGS = ["-O3", "-fopenmp", "-fno-trapping-math", "-fno-math-errno"]
@@ -175,7 +175,7 @@ def stage_lines(
     sc = StageCode(plan, stage, names, leaves, outputs=[f"b{n}" for n in buffers])
     epi = _epilogue(sc, stores)  # the GEMM kernel computes the stores
     sc.leaves = leaves | set(stores)  # the second pass reads them back
-    steps, n_col, bits = [], 0, 0  # passes: 2 columns, 1 rows, 4 the last one (in order)
+    steps, n_col, bits = [], 0, 0  # passes: 2 columns, 1 rows, 8 whole rows, 4 the last
     if stage.col_tail:  # column statistics first; the row pass reads their buffers
         first = stage.column_pass()
         steps = _pass_steps(sc, first)
@@ -187,6 +187,11 @@ def stage_lines(
         n_col += len(main)
     bits |= PASS_BITS[stage.axis] if stage.tail else 0
     n_row = len(steps) - n_col
+    if stage.row2_tail:  # whole rows after the segments: reads what that pass wrote
+        sc.leaves = sc.leaves | {n for n in stage.outs if n not in stage.row2_tail}
+        steps += _pass_steps(sc, stage.whole_row_pass())
+        bits |= PASS_BITS["whole"]
+    n_row2 = len(steps) - n_col - n_row
     if stage.post_tail:  # over the rows of the row pass's results, in one thread
         sc.leaves = sc.leaves | set(stage.outs)
         steps += _pass_steps(sc, stage.final_pass())
@@ -220,6 +225,7 @@ def stage_lines(
         *(KIND_CODE[plan.kind(n)] for n in buffers),
         n_col,
         n_row,
+        n_row2,
     ]
     constants.append(f"_CODE{s} = torch.tensor({code or [0] * 5}, dtype=torch.int64)")
     constants.append(f"_LAYOUT{s} = torch.tensor({layout_values}, dtype=torch.int64)")

@@ -146,6 +146,9 @@ class StageWriter:
             lines += self._alloc(first.outs) + self._one_pass(first, leaves, "_pre")
             leaves = leaves | set(first.outs)
         lines += self._one_pass(st, leaves)
+        if st.row2_tail:  # whole rows, after the segments: reads what that pass wrote
+            written = {n for n in st.outs if n not in st.row2_tail}
+            lines += self._one_pass(st.whole_row_pass(), leaves | written, "_whole")
         if st.post_tail:  # statistics over the rows of the row pass's results: one program
             last = st.final_pass()
             lines += self._alloc(last.outs)
@@ -158,10 +161,12 @@ class StageWriter:
         s, gn = self.s, self.genome
         kernel = pass_kernel(self.plan, st, self.names, f"_kf_s{s}_{st.axis}s{suffix}", leaves)
         self.kernels.append(kernel)
-        sizes = ["R", "1" if one else f"NC{s}", f"SEG{s}", "G"]
+        whole = suffix == "_whole"  # segments as long as the row
+        seg = f"NC{s}" if whole else f"SEG{s}"
+        sizes = ["R", "1" if one else f"NC{s}", seg, "G"]
         if st.axis == "row":
             segments = "G" if st.segmented else "1"
-            block = f"min({gn.pass_block}, max(16, triton.next_power_of_2(SEG{s})))"
+            block = f"min({gn.pass_block}, max(16, triton.next_power_of_2({seg})))"
             consts = f"BLOCK=pass_block, num_warps={gn.pass_warps}"
             return [f"pass_block = {block}", _launch(kernel, f"(R, {segments})", [], sizes, consts)]
         consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
