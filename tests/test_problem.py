@@ -10,7 +10,7 @@ from kforge_search.problem import (
     parse_problem,
     resolve_problem,
 )
-from tests.conftest import PROBLEMS
+from tests.conftest import PROBLEMS, ROOT
 
 SOURCE = """
 import torch
@@ -96,3 +96,47 @@ def test_resolve_by_bundled_name_path_and_id():
     assert resolve_problem(by_name.id[:10]).name == by_name.name
     with pytest.raises(ProblemError, match="no problem 'nope'"):
         resolve_problem("nope")
+
+
+AS_PUBLISHED = ROOT / "tests" / "fixtures" / "as_published"
+
+
+def test_published_style_files_load_with_their_constants_and_derived_size_sets():
+    problems, skipped = find_problems(AS_PUBLISHED)
+    assert not skipped and len(problems) == 3
+    by_name = {p.name: p for p in problems}
+    conv = dict(by_name["conv_groupnorm_bias"].constants)
+    assert conv["height"] == conv["width"] == 256  # height = width = 256
+    assert (conv["in_channels"], conv["out_channels"]) == (24, 96)  # a, b = 24, 96
+    assert "bias_shape" not in conv  # computed from out_channels: it follows overrides
+    assert dict(by_name["scaled_matmul"].constants)["M"] == 2048  # M = 1024 * 2
+    for p in problems:
+        assert {"ci", "unseen"} <= {name for name, _ in p.size_sets}, p.name
+
+
+def test_overriding_a_constant_recomputes_the_values_computed_from_it():
+    path = AS_PUBLISHED / "conv_groupnorm_bias.py"
+    problem = load_problem(path, overrides={"out_channels": 48, "width": 10})
+    namespace: dict = {}
+    exec(problem.program(), namespace)
+    assert namespace["bias_shape"] == (48, 1, 1)
+    assert (namespace["height"], namespace["width"], namespace["in_channels"]) == (256, 10, 24)
+
+
+def test_a_problem_that_imports_a_missing_package_says_what_to_install(tmp_path):
+    path = tmp_path / "p.py"
+    path.write_text("import kforge_no_such_package\n" + SOURCE)
+    with pytest.raises(ProblemError, match=r"imports kforge_no_such_package, not installed.*pip"):
+        load_problem(path)
+
+
+def test_problems_show_takes_a_published_file_at_its_derived_ci_sizes():
+    from typer.testing import CliRunner
+
+    from kforge_search.cli.app import app
+
+    path = AS_PUBLISHED / "blocked_attention.py"
+    result = CliRunner().invoke(app, ["problems", "show", str(path), "--sizes", "ci"])
+    assert result.exit_code == 0, result.output
+    ci = dict(dict(load_problem(path).size_sets)["ci"])
+    assert f"seq_length={ci['seq_length']}" in result.output and "class Model" in result.output
