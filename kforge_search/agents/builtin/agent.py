@@ -173,11 +173,12 @@ class BuiltinAgent:
             f"(templates, no LLM).\n\nOps: {ops}.\n{describe_plan(plan, platform.language)}\n"
             f"Genome: {gen.describe(genome)}.\nWhy this draft: {note}"
         )
+        program = problem.program()  # at its sizes: constants the copy of Model reads
         if isinstance(genome, CppGenome):
-            source = render_cpp(plan, genome, problem.source, doc)
+            source = render_cpp(plan, genome, program, doc)
             precision = "ieee"
         else:
-            source = render_triton(plan, genome, problem.source, doc)
+            source = render_triton(plan, genome, program, doc)
             precision = genome.precision
         return Draft(source, platform.name, self.name, note, genome, precision, parents)
 

@@ -187,3 +187,14 @@ def test_every_published_file_gives_a_self_contained_modelnew():
 def test_published_level1_and_level2_modelnew_builds_model_state():
     for path in _kernelbench("level1", "level2"):
         same_state(path.read_text(), path.stem)
+
+
+def test_a_draft_carries_the_constants_at_the_problem_s_sizes(verify):
+    """The copy of Model reads module constants (`bias_shape = (out_features,)`): a draft for
+    the problem at other sizes carries those sizes' values, as Model reads them there."""
+    problem = load_problem(PUBLISHED[0], overrides={"out_features": 20})
+    assert PUBLISHED[0].stem == "gemm_helper_bias_scale"
+    (draft,) = BuiltinAgent().propose(Context(problem, get_platform("cpu-triton"), "strict"))
+    assert "out_features = 20" in draft.source and "bias_shape = (out_features,)" in draft.source
+    result = verify(draft.source, problem)
+    assert result.ok, result.message
