@@ -15,7 +15,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
+
+from kforge_search.cli.output import CELL_CHARS, Column, FormatOpt, check_format, emit, note
 
 console = Console()
 err = Console(stderr=True)
@@ -57,23 +59,52 @@ def _fmt(value: float | None, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _table(rows: list[Any]) -> Table:
-    table = Table(
-        "problem", "eager ms", "compile ms", "best ms", "speedup", "precision", "roofline", "status"
+def _status(row: Any) -> Text:
+    return Text("OK", "green") if row.verified else Text(row.status, "red")
+
+
+def _columns() -> tuple[Column, ...]:
+    """The bench table's columns (as a person reads it); json and csv give every field."""
+    ms = functools.partial(Column, show=lambda v: _fmt(v, ".4f"))
+    return (
+        Column("problem"),
+        ms("eager_ms", "eager ms"),
+        ms("compile_ms", "compile ms"),
+        ms("best_ms", "best ms"),
+        Column("speedup", show=lambda v: _fmt(v, ".2f") + ("x" if v else "")),
+        Column("precision", show=lambda v: v or "-"),
+        Column("roofline", show=lambda v: _fmt(v, ".0%")),
+        Column("status", show=_status),
+        Column("why", show=lambda v: v),
     )
-    for r in rows:
-        status = "[green]OK[/]" if r.verified else f"[red]{r.status[:60]}[/]"
-        table.add_row(
-            r.problem,
-            _fmt(r.eager_ms, ".4f"),
-            _fmt(r.compile_ms, ".4f"),
-            _fmt(r.best_ms, ".4f"),
-            _fmt(r.speedup, ".2f") + ("x" if r.speedup else ""),
-            r.precision or "-",
-            _fmt(r.roofline, ".0%"),
-            status,
-        )
-    return table
+
+
+def _cells(row: Any) -> tuple[Any, ...]:
+    why = "" if row.verified else row.message
+    return (row.problem, row.eager_ms, row.compile_ms, row.best_ms, row.speedup, row.precision,
+            row.roofline, row, why)  # fmt: skip
+
+
+def _emit(rows: list[Any], fmt: str) -> None:
+    from kforge_search.search.suite_bench import FIELDS
+
+    if fmt == "table":
+        emit(_columns(), [_cells(r) for r in rows], fmt)
+    else:
+        emit(FIELDS, [[getattr(r, name) for name in FIELDS] for r in rows], fmt)
+
+
+def _one_row(row: Any, log: Console) -> None:
+    """A finished problem, as it finishes: a one-row table on a terminal, else a line."""
+    if log.is_terminal:
+        emit(_columns(), [_cells(row)], "table", file=log.file)
+        if not row.verified and len(row.message) > CELL_CHARS:  # cut in the table
+            log.print(f"  {row.problem}: {row.message}", highlight=False, markup=False)
+        return
+    best = f" {row.best_ms:.4f} ms" if row.best_ms is not None else ""
+    speedup = f" {row.speedup:.2f}x" if row.speedup else ""
+    why = f": {row.message}" if not row.verified and row.message else ""
+    log.print(f"{row.problem}: {row.status}{best}{speedup}{why}", highlight=False, soft_wrap=True)
 
 
 class _OneAtATime:
@@ -105,25 +136,28 @@ def _bench_problem(
     agent: Any,
     seed: int,
     screen: int,
+    log: Console,
 ) -> tuple[Any, list[Any]]:
-    """One problem's search and its bench row (and the parents it evaluated)."""
+    """One problem's search and its bench row (and the parents it evaluated); progress to
+    `log`."""
     from kforge_search.agents.builtin.ir import Unsupported
     from kforge_search.search.suite_bench import bench_row, search_problem
 
     def show(parent: Any, name: str = problem.name) -> None:
         res = parent.result
         ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
-        console.print(
+        log.print(
             f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s)"
             f" [dim]{parent.draft.note[:90]}[/]",
             highlight=False,
+            soft_wrap=True,
         )
 
     def show_screen(ranked: list[Any], name: str = problem.name) -> None:
         ran = [s.p50_ms for s in ranked if s.p50_ms is not None]
         fastest = f"fastest {min(ran):.4f} ms, slowest {max(ran):.4f} ms" if ran else ""
         failed = len(ranked) - len(ran)
-        console.print(
+        log.print(
             f"  {name}: screened {len(ranked)} genomes in-process: {fastest}"
             + (
                 f" ({failed} failed: {next(s.error for s in ranked if s.error)[:80]})"
@@ -148,9 +182,7 @@ def _bench_problem(
             ref = evaluator.reference(problem, platform)
             baselines = evaluator.baselines(problem, platform, ref)
     except Exception as exc:  # the problem could not be run: its row says why, the bench goes on
-        row = _unrunnable(problem, exc, time.monotonic() - started)
-        console.print(f"  {problem.name}: {row.status}: {row.message}", highlight=False)
-        return row, []
+        return _unrunnable(problem, exc, time.monotonic() - started), []
     name = next((p.result.device_name for p in parents), "")
     row = bench_row(
         problem, parents, stop, work, _peaks(platform, name), baselines, searched.agent_error
@@ -257,6 +289,7 @@ def bench_cmd(
             "and torch.compile go side by side, timed runs still hold the device alone"
         ),
     ] = 1,
+    fmt: FormatOpt = "table",
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
     from kforge_search.agents.builtin import BuiltinAgent
@@ -270,6 +303,8 @@ def bench_cmd(
         write_outputs,
     )
 
+    check_format(fmt)
+    log = console if fmt == "table" else err  # progress: json and csv get stdout alone
     if budget < 1:
         fail(f"--budget {budget}: needs at least 1 evaluation per problem")
     if jobs < 1:
@@ -289,7 +324,7 @@ def bench_cmd(
     except BenchError as exc:
         fail(str(exc), "use another --out, or leave out --resume to start over")
     for line in skipped:
-        console.print(f"[yellow]skipped[/] {line}", highlight=False)
+        err.print(f"[yellow]skipped[/] {line}", highlight=False, soft_wrap=True)
     if not problems:
         fail(f"no problems in {suite}", "pass a directory of problems, e.g. problems/level2")
     if search_efficiency:
@@ -302,7 +337,7 @@ def bench_cmd(
     device, started = "", time.monotonic()
     order = {p.name: i for i, p in enumerate(problems)}
     for row in rows:
-        console.print(f"[dim]{row.problem}: kept from the earlier run[/]", highlight=False)
+        log.print(f"[dim]{row.problem}: kept from the earlier run[/]", highlight=False)
 
     def save(rows: list[Any], complete: bool) -> tuple[Any, Path, Path]:
         meta = {
@@ -332,28 +367,28 @@ def bench_cmd(
             best_dir = Path(out) / "best"
             best_dir.mkdir(parents=True, exist_ok=True)
             (best_dir / f"{row.problem.replace('/', '__')}.py").write_text(chosen.draft.source)
-        console.print(_table([row]), highlight=False)
+        _one_row(row, log)
         save(rows, complete=False)  # after every problem: a run cut short keeps its rows
 
     todo = [p for p in problems if p.name not in done]
     run = functools.partial(
         _bench_problem, platform=plat, policy=policy, budget=budget, agent=agent, seed=seed,
-        screen=screen,
+        screen=screen, log=log,
     )  # fmt: skip
     if jobs == 1:
         for i, problem in enumerate(todo, 1):
-            with console.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
+            with log.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
                 finished(*run(problem, evaluator))
     else:
         _in_parallel(todo, run, evaluator, jobs, finished)
     summary, json_path, csv_path = save(rows, complete=True)
-    console.print(_table(rows))
-    console.print(
+    _emit(rows, fmt)
+    note(
         f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"
         f" of {summary.problems} ({_fmt(summary.geomean_all, '.2f')}x over all {summary.problems},"
-        " the others counted as 1.0x); fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
+        f" the others counted as 1.0x); fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
         f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
         + (f"; {summary.unrunnable} could not be run" if summary.unrunnable else "")
         + f"\n{json_path}\n{csv_path}",
-        highlight=False,
+        fmt,
     )

@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
 import typer
 from rich.console import Console
@@ -86,18 +86,20 @@ def check_format(fmt: str) -> str:
     return fmt
 
 
-def on_terminal() -> bool:
+def on_terminal(file: TextIO | None = None) -> bool:
     try:
-        return sys.stdout.isatty()
+        return (file or sys.stdout).isatty()
     except (AttributeError, ValueError):  # replaced or closed
         return False
 
 
 def emit(
     columns: Sequence[str | Column], rows: Iterable[Sequence[Any]], fmt: str = "table", *,
-    title: str = "",
+    title: str = "", file: TextIO | None = None,
 ) -> None:  # fmt: skip
-    """Print `rows` (raw values, in the order of `columns`) as `fmt` says (module docstring)."""
+    """Print `rows` (raw values, in the order of `columns`) as `fmt` says (module docstring),
+    to `file` (default: stdout)."""
+    out = file or sys.stdout
     cols, data = columns_of(columns), [tuple(row) for row in rows]
     for row in data:
         if len(row) != len(cols):
@@ -105,20 +107,20 @@ def emit(
     fmt = check_format(fmt)
     if fmt == "json":
         objects = [{c.key: _json_value(v) for c, v in zip(cols, row, strict=True)} for row in data]
-        sys.stdout.write(json.dumps(objects, indent=2, default=str) + "\n")
+        out.write(json.dumps(objects, indent=2, default=str) + "\n")
     elif fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = csv.writer(out, lineterminator="\n")
         writer.writerow([c.key for c in cols])
         writer.writerows([_csv_value(v) for v in row] for row in data)
-    elif on_terminal():
-        _rich_table(cols, data, title)
+    elif on_terminal(out):
+        _rich_table(cols, data, title, out)
     else:
         if title:
             note(title, fmt)
         lines = [[c.title for c in cols]]
         lines += [[_text(c.show(v)) for c, v in zip(cols, row, strict=True)] for row in data]
-        sys.stdout.write("".join("\t".join(_one_line(x) for x in line) + "\n" for line in lines))
-    sys.stdout.flush()
+        out.write("".join("\t".join(_one_line(x) for x in line) + "\n" for line in lines))
+    out.flush()
 
 
 def note(message: str, fmt: str = "table") -> None:
@@ -129,7 +131,9 @@ def note(message: str, fmt: str = "table") -> None:
         Console(stderr=True).print(message, highlight=False, soft_wrap=True)
 
 
-def _rich_table(cols: tuple[Column, ...], data: list[tuple[Any, ...]], title: str) -> None:
+def _rich_table(
+    cols: tuple[Column, ...], data: list[tuple[Any, ...]], title: str, out: TextIO
+) -> None:
     cells = [[_cut(c.show(v)) for c, v in zip(cols, row, strict=True)] for row in data]
     table = Table(*(c.title for c in cols), title=title or None, title_justify="left")
     for row in cells:
@@ -138,8 +142,8 @@ def _rich_table(cols: tuple[Column, ...], data: list[tuple[Any, ...]], title: st
         max([len(c.title), *(len(row[i].plain) for row in cells)]) for i, c in enumerate(cols)
     ]
     needed = sum(widths) + 3 * len(cols) + 1
-    console = Console()
-    (console if needed <= console.width else Console(width=needed)).print(table)
+    console = Console(file=out)
+    (console if needed <= console.width else Console(file=out, width=needed)).print(table)
 
 
 def _cut(shown: str | Text) -> Text:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
+import io
 import json
 import math
 import shutil
@@ -275,9 +277,10 @@ def test_bench_records_problems_that_cannot_run_and_goes_on(tmp_path, monkeypatc
     monkeypatch.setattr(BuiltinAgent, "propose", choke)
     suite = _unrunnable_suite(tmp_path)
     out = bench(tmp_path / "out", "cpu-triton", "--sizes", "ci", "--budget", "1", "--jobs", "2",
-                suite=suite)  # fmt: skip
+                "--format", "json", suite=suite)  # fmt: skip
     assert out.exit_code == 0, out.output
     data = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert json.loads(out.stdout) == data["rows"]  # --format json: stdout is the rows alone
     rows = {row["problem"]: row for row in data["rows"]}
     assert list(rows) == ["01_reference_raises", "02_reference_too_big", "03_agent_raises",
                           "04_good"]  # fmt: skip
@@ -362,3 +365,26 @@ def test_the_reference_runs_before_the_agent_is_asked_for_a_draft():
     assert not row.verified
     with pytest.raises(ValueError, match="use one of"):
         unrunnable_row(PROBLEM, "OK", "")
+
+
+def test_bench_prints_whole_rows_to_a_pipe_and_as_csv(tmp_path):
+    stem = "07_" + "_".join(["a_problem_name_long_enough_to_be_cut"] * 2)
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    shutil.copy(PROBLEMS / "level2" / "06_gemm_add_leaky_relu.py", suite / f"{stem}.py")
+    kept = BenchRow(stem, "INCORRECT", 3.0, 2.0, message="values differ: " + "why " * 30)
+    meta = {"policy": "strict", "platform": "cpu-triton"}
+    write_outputs([kept], summarize([kept]), tmp_path / "out", meta)
+    run = functools.partial(
+        bench, tmp_path / "out", "cpu-triton", "--sizes", "ci", "--resume", suite=suite
+    )  # the rows are kept: nothing is evaluated
+    piped = run()
+    assert piped.exit_code == 0, piped.output
+    lines = piped.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("problem\t"))
+    (row,) = [line.split("\t") for line in lines[header + 1 :]]
+    assert row[0] == stem and row[-1] == kept.message and row[1] == "3.0000"
+    as_csv = run("--format", "csv")
+    (line,) = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert line["problem"] == stem and line["message"] == kept.message
+    assert float(line["eager_ms"]) == 3.0 and line["verified"] == "False"
