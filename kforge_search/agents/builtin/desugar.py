@@ -30,8 +30,8 @@ def var(cv: Converter, x: T, dim: int, keepdim: bool, correction: float) -> T:
 
 
 def softmax(cv: Converter, x: T, dim: int, log: bool = False) -> T:
-    if x.dims[dim % len(x.dims)] == 1:
-        raise UnsupportedError("softmax over a size-1 dim")
+    # over a size-1 dim the statistics are the identity: exp(x - x) / exp(x - x), which is
+    # 1 (log_softmax: 0) as in torch, and NaN where x is not finite, as in torch
     top = cv.stat("max", x, dim, True)
     shifted = cv.ew("sub", x, top)
     exp = cv.ew("exp", shifted)

@@ -103,9 +103,19 @@ def _trace(problem: Problem) -> Traced | Unsupported:
         gm = torch.fx.symbolic_trace(model)
     except Exception as exc:
         return Unsupported("torch.fx tracing", f"{type(exc).__name__}: {str(exc)[:200]}")
+    # torch's BatchNorm with momentum=None reads num_batches_tracked as a number, which a
+    # meta tensor cannot give: shapes do not depend on it, so propagate with a momentum
+    cumulative = [
+        m for m in gm.modules() if hasattr(m, "momentum") and m.momentum is None and m.training
+    ]
+    for m in cumulative:
+        m.momentum = 0.1
     try:
         ShapeProp(gm).propagate(*inputs)
     except Exception as exc:
         return Unsupported("shape propagation", f"{type(exc).__name__}: {str(exc)[:200]}")
+    finally:
+        for m in cumulative:
+            m.momentum = None
     names = tuple(n.target for n in gm.graph.nodes if n.op == "placeholder")
     return Traced(gm, model, names, tuple(tuple(x.shape) for x in inputs))

@@ -153,7 +153,7 @@ SUPPORTED = {
     "batchnorm_log_softmax": make("batchnorm_log_softmax",
                                   "return torch.log_softmax(self.bn(self.linear(x)), dim=1)",
                                   init="self.linear = nn.Linear(in_f, out_f)\n"
-                                       "self.bn = nn.BatchNorm1d(out_f, momentum=0.3)"),
+                                       "self.bn = nn.BatchNorm1d(out_f, momentum=None)"),
     "dropout_functional": make("dropout_functional",
                                "return torch.relu(F.dropout(self.linear(x), 0.3)) + 1.0"),
     "gemm_scaled_sum": make("gemm_scaled_sum",
@@ -161,6 +161,15 @@ SUPPORTED = {
                             init="self.linear = nn.Linear(in_f, out_f)\n"
                                  "self.c = nn.Parameter(torch.rand(out_f))",
                             inputs="[torch.rand(12, 40)]"),
+    "dropout_mean_softmax": make("dropout_mean_softmax", """
+        y = F.dropout(self.linear(x), 0.2, training=self.training).mean(dim=1, keepdim=True)
+        return torch.softmax(y, dim=1) + y
+    """),
+    "instance_norm_mismatched_features": make("instance_norm_mismatched_features", """
+        y = self.norm(self.linear(x).unsqueeze(1).unsqueeze(1)).squeeze(1).squeeze(1)
+        return (y + z) * z
+    """, init="self.linear = nn.Linear(in_f, out_f)\nself.norm = nn.InstanceNorm2d(out_f)",
+         args="x, z", inputs="[torch.randn(12, 40), torch.randn(12, 25)]"),
     "batch_logsumexp": make("batch_logsumexp",
                             "return torch.logsumexp(self.linear(x).sum(dim=1), dim=0)"),
 }  # fmt: skip
