@@ -1,14 +1,24 @@
-"""Shared test set-up: one build/baseline cache per checkout, GPU tests skip without a GPU."""
+"""Shared test set-up: one build/baseline cache per checkout, GPU tests skip without a GPU,
+and no process the run started outlives it."""
 
 from __future__ import annotations
 
+import gc
 import os
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
+from kforge_search.procs.tree import command_line, end_all, marked
+
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("KFORGE_CACHE_DIR", str(ROOT / ".kforge-cache"))
+RUN_MARK = "KFORGE_TEST_RUN"  # every process this test run starts carries it (tree.marked)
+os.environ[RUN_MARK] = uuid.uuid4().hex
+LEFTOVER_WAIT_S = 15.0  # for what is ending: Ray's processes, keepers whose evaluator went
 
 PROBLEMS = ROOT / "problems"
 EXAMPLES = ROOT / "examples" / "candidates"
@@ -37,3 +47,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # A run that collects nothing is a broken run, not a pass: turn pytest's exit 5 into 1.
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    left = _leftovers()
+    if left:
+        lines = "\n".join(f"  {pid}: {cmd[:160]}" for pid, cmd in left)
+        print(
+            f"\nError: {len(left)} process(es) this test run started are still alive "
+            f"({RUN_MARK} in their environment; now killed):\n{lines}",
+            file=sys.stderr,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _leftovers() -> list[tuple[int, str]]:
+    """Processes of this run alive at its end, once evaluators still open are closed (their
+    idle spares end with them) and what is ending has had LEFTOVER_WAIT_S to end."""
+    pipeline = sys.modules.get("kforge_search.evaluator.pipeline")
+    if pipeline is not None:
+        for obj in gc.get_objects():
+            if issubclass(type(obj), pipeline.Evaluator):  # type(): no attribute looked up
+                obj.close()
+    token = os.environ[RUN_MARK]
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    while (left := marked(RUN_MARK, token)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    found = [(pid, command_line(pid)) for pid in left]
+    end_all(lambda: marked(RUN_MARK, token))
+    return found

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +42,27 @@ def cache_cpp_builds(root: Path, wrap: Wrap | None = None) -> None:
             build_dir = root / f"{name}-{digest}"
             build_dir.mkdir(parents=True, exist_ok=True)
             kwargs["build_directory"] = str(build_dir)
-        module = original(name, cpp_sources, *args, **kwargs)
+            with building(build_dir):
+                module = original(name, cpp_sources, *args, **kwargs)
+        else:
+            module = original(name, cpp_sources, *args, **kwargs)
         return wrap(module, kwargs.get("functions")) if wrap else module
 
     load_inline._kforge_cached = True  # type: ignore[attr-defined]
     cpp_extension.load_inline = load_inline
+
+
+@contextlib.contextmanager
+def building(build_dir: Path) -> Iterator[None]:
+    """One build at a time in `build_dir`, and none stuck behind a dead one. torch's own lock
+    (a file named "lock", removed when its build ends) stays behind when the build is killed
+    (a build over its time limit): every later build of that source would wait for it until
+    its own limit. An flock is released by the kernel when its holder dies, so whoever holds
+    it knows a "lock" file it finds is a dead build's."""
+    with open(build_dir / "kforge-build.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # waits while a live process builds this source
+        (build_dir / "lock").unlink(missing_ok=True)
+        yield
 
 
 def load_candidate_class(path: str, module_name: str = "kforge_candidate") -> type:

@@ -1,7 +1,10 @@
 """A killable child process with limits per stage on wall clock, memory and output.
 
-The child runs in its own session (process group), so the whole group can be killed: a
-hung kernel, a compiler that never ends, or processes the candidate started.
+The child runs under a keeper (procs/keeper.py), in a session of its own: the keeper owns
+every process below it, whatever process group it moves to and whoever forked it (a hung
+kernel, ninja's compilers, what the candidate started), and ends them all with the child.
+Each child also carries a marker of its own in its environment (EVAL_TOKEN): what somehow
+left the keeper's tree is found by it and ended too.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,8 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator.phases import Phases, marks_to_phases
+from kforge_search.procs import tree
 
-_PAGE = os.sysconf("SC_PAGE_SIZE")
+EVAL_TOKEN = "KFORGE_EVAL_TOKEN"  # NAME=<one child's token> marks every process of that child
+KEEPER = ("-S", "-m", "kforge_search.procs.keeper")  # run by this Python, before the command
+KEEPER_WAIT_S = 40.0  # the keeper's own kill limit (30 s), and then some
 
 
 @dataclass(frozen=True)
@@ -82,24 +89,6 @@ class _Output:
         return (bytes(self.head) + middle + tail).decode(errors="replace")
 
 
-def group_rss_mb(pgid: int) -> float:
-    """Resident memory of every process in a process group, in MiB."""
-    total = 0
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[2]) != pgid:  # fields after "comm)": state, ppid, pgrp, ...
-                continue
-            with open(f"/proc/{entry}/statm") as f:
-                total += int(f.read().split()[1]) * _PAGE
-        except (OSError, IndexError, ValueError):
-            continue
-    return total / 2**20
-
-
 @dataclass
 class Child:
     """One evaluator child process; use as a context manager so it is always killed."""
@@ -116,15 +105,16 @@ class Child:
 
     def __enter__(self) -> Child:
         if self.spare is not None and not self.prefix and self.spare.take(self.job_path):
-            self._proc, read_fd = self.spare.proc, self.spare.read_fd
+            spawned = self.spare
         else:
             if self.spare is not None:
                 self.spare.kill()
             spawned = spawn([str(self.job_path)], self.cwd, self.env, self.prefix)
-            self._proc, read_fd = spawned.proc, spawned.read_fd
+        self._proc, read_fd, self._token = spawned.proc, spawned.read_fd, spawned.token
         self._events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._output = _Output(self.limits.keep_bytes)
         self._stage_started = time.monotonic()
+        self._compile_started = 0.0  # the worker said it compiles (evaluator/compiling.py)
         self._marks = [("start", self._stage_started)]
         self._ended = 0.0
         self._killed = ""
@@ -165,9 +155,7 @@ class Child:
     def kill(self, why: str) -> None:
         if why and not self._killed:
             self._killed = why
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
-        self._proc.wait()
+        end_tree(self._proc, self._token)
         self._finish()
 
     def _finish(self) -> None:
@@ -194,13 +182,26 @@ class Child:
         """Seconds per announced stage, from the spawn until the child ended (or now)."""
         return marks_to_phases(self._marks, self._ended or time.monotonic())
 
+    def _compiling(self, on: bool) -> None:
+        """While the worker compiles, the build limit runs and the stage's clock stands."""
+        now = time.monotonic()
+        if on and not self._compile_started:
+            self._compile_started = now
+        elif not on and self._compile_started:
+            self._stage_started += now - self._compile_started
+            self._compile_started = 0.0
+
     def _check_limits(self) -> str:
-        if time.monotonic() - self._stage_started > self.limits.timeout(self.stage):
+        now = time.monotonic()
+        if self._compile_started:
+            if now - self._compile_started > self.limits.timeout("build"):
+                return "timeout"
+        elif now - self._stage_started > self.limits.timeout(self.stage):
             return "timeout"
         if self._output.total > self.limits.output_bytes:
             return "output"
         if self.limits.memory_mb:
-            rss = group_rss_mb(self._proc.pid)
+            rss = tree.tree_rss_mb(self._proc.pid)  # below the keeper: the child and its own
             self._peak_rss = max(self._peak_rss, rss)
             if rss > self.limits.memory_mb:
                 return "memory"
@@ -225,9 +226,13 @@ class Child:
                 return None
             if event.get("type") == "ready":  # a spare's warm-up ended: not the job's
                 continue
+            if event.get("type") == "compiling":
+                self._compiling(bool(event.get("on")))
+                continue
             if event.get("type") == "stage":
                 self.stage = str(event.get("stage"))
                 self._stage_started = time.monotonic()
+                self._compile_started = 0.0
                 self._marks.append((self.stage, self._stage_started))
             return event
         return None
@@ -245,8 +250,9 @@ def child_env(env: Mapping[str, str]) -> dict[str, str]:
 class Spawned:
     """A worker process and the read end of its event pipe."""
 
-    proc: subprocess.Popen[bytes]
+    proc: subprocess.Popen[bytes]  # the keeper, which runs the worker (procs/keeper.py)
     read_fd: int
+    token: str  # its EVAL_TOKEN
     ready: bool = False  # a standby worker said it is warm (its "ready" line was read)
 
     def take(self, job_path: Path) -> bool:
@@ -279,9 +285,7 @@ class Spawned:
         return True
 
     def kill(self) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        end_tree(self.proc, self.token)
         with contextlib.suppress(OSError):
             os.close(self.read_fd)
         for pipe in (self.proc.stdin, self.proc.stdout):
@@ -293,29 +297,44 @@ class Spawned:
 def spawn(
     args: list[str], cwd: Path, env: Mapping[str, str], prefix: tuple[str, ...] = ()
 ) -> Spawned:
-    """`python -m kforge_search.evaluator.worker ARGS... FD` in a session of its own."""
+    """`python -m kforge_search.evaluator.worker ARGS... FD` under a keeper, in a session of
+    its own, marked with a token of its own."""
     read_fd, write_fd = os.pipe()
-    cmd = [*prefix, sys.executable, "-m", "kforge_search.evaluator.worker", *args]
+    cmd = [sys.executable, *KEEPER, *prefix, sys.executable, "-m", "kforge_search.evaluator.worker"]
+    token = uuid.uuid4().hex
     try:
         proc = subprocess.Popen(
-            [*cmd, str(write_fd)],
+            [*cmd, *args, str(write_fd)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             pass_fds=(write_fd,),
             cwd=cwd,
-            env=child_env(env),
+            env=child_env({**env, EVAL_TOKEN: token}),
             start_new_session=True,
         )
     finally:
         os.close(write_fd)
-    return Spawned(proc, read_fd)
+    return Spawned(proc, read_fd, token)
+
+
+def end_tree(proc: subprocess.Popen[bytes], token: str) -> None:
+    """End a child and everything it started: its keeper kills the whole tree (and exits as
+    the child did); a keeper that does not answer is killed with its process group; then
+    whatever still carries the child's token, anywhere on the machine."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=KEEPER_WAIT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    tree.end_marked(EVAL_TOKEN, token, grace_s=0)
 
 
 def make_undumpable() -> None:
     """Keep evaluator children (which drop their capabilities) out of this process's memory,
     where reference outputs live: /proc/PID/mem and ptrace need dumpable or CAP_SYS_PTRACE."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    tree.make_undumpable()

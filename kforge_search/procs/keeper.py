@@ -1,0 +1,125 @@
+"""`python -S -m kforge_search.procs.keeper CMD...`: runs CMD and owns every process it starts.
+
+The evaluator starts each child through a keeper. The keeper is a child subreaper
+(PR_SET_CHILD_SUBREAPER), so what CMD's descendants leave behind becomes its child instead
+of init's: ninja's commands in process groups of their own, a double-forked sleeper, a
+process a candidate forks from C++. It ends all of them, kills what is left below it and
+reaps it, when
+
+- CMD ends (a process CMD left running would outlive the job otherwise),
+- the evaluator asks (SIGTERM or SIGHUP: the evaluator's kill),
+- the evaluator goes away (killed: this process's parent changes; checked twice a second).
+
+Then it exits as CMD did (CMD's exit code, or the signal that ended CMD), so the evaluator
+reads CMD's own status from it. It holds none of CMD's pipes and prints nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+
+from kforge_search.procs.tree import become_subreaper, descendants, make_undumpable, signal_all
+
+WAKE = {signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP}
+PARENT_CHECK_S = 0.5
+KILL_LIMIT_S = 30.0  # a process in uninterruptible sleep (a GPU driver's teardown) may take this
+
+
+class Keeper:
+    def __init__(self, cmd: list[str]):
+        self.cmd = cmd
+        self.parent = os.getppid()
+        self.child = 0
+        self.status: int | None = None  # CMD's wait status, once reaped
+
+    def start(self) -> None:
+        become_subreaper()
+        make_undumpable()
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, WAKE)
+        self.child = os.fork()
+        if self.child == 0:  # CMD: the signal mask survives exec, so put it back first
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            try:
+                os.execvp(self.cmd[0], self.cmd)
+            finally:
+                os._exit(127)
+        _let_go_of_pipes()
+
+    def reap(self) -> None:
+        """Wait for every child that has ended (orphans included); note CMD's status."""
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid == self.child:
+                self.status = status
+
+    def wait(self) -> None:
+        """Until CMD ends, the evaluator asks, or the evaluator is gone."""
+        while self.status is None:
+            info = signal.sigtimedwait(WAKE, PARENT_CHECK_S)
+            if info is not None and info.si_signo != signal.SIGCHLD:
+                return
+            self.reap()
+            if os.getppid() != self.parent:
+                return
+
+    def end_all(self) -> None:
+        """Kill every process below this one until none is left; reap them all."""
+        deadline = time.monotonic() + KILL_LIMIT_S
+        while True:
+            left = descendants(os.getpid())
+            signal_all(left, signal.SIGKILL)
+            self.reap()
+            if (not left and self.status is not None) or time.monotonic() > deadline:
+                return
+            signal.sigtimedwait({signal.SIGCHLD}, 0.02)
+
+
+def _let_go_of_pipes() -> None:
+    """Close this process's copies of CMD's stdin, stdout and event pipe: the evaluator sees
+    them close when CMD (and what it started) closes them, not when the keeper exits."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def exit_as(status: int | None) -> None:
+    """Exit with CMD's code, or die of the signal that ended CMD (no core dump: undumpable)."""
+    if status is None:  # not reaped within the kill limit: something would not die
+        os._exit(125)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL's cannot be set (or needed)
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)  # a signal whose default is not to end the process
+    os._exit(os.waitstatus_to_exitcode(status))
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) < 2:
+        print("Error: no command: python -S -m kforge_search.procs.keeper CMD...", file=sys.stderr)
+        sys.exit(2)
+    keeper = Keeper(argv[1:])
+    keeper.start()
+    keeper.wait()
+    keeper.end_all()
+    exit_as(keeper.status)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,155 @@
+"""Processes by ancestry and by a marker in their environment, read from /proc (Linux).
+
+A marker is an environment entry NAME=VALUE set where a tree of processes starts: every
+process below inherits it, whatever process group or session it moves to and whoever becomes
+its parent, so it is found anywhere on the machine (unless it rewrote its environment).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    state: str  # "R", "S", "D", "Z" (a zombie: dead, not yet reaped), ...
+    start: int  # start time in clock ticks since boot: a pid and its start name one process
+
+
+def read_proc(pid: int) -> Proc | None:
+    """One process, now; None when there is none."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after "comm)": state, ppid, ...
+        return Proc(pid, int(fields[1]), fields[0], int(fields[19]))
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def processes() -> dict[int, Proc]:
+    """Every process on the machine, now."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (proc := read_proc(int(entry))) is not None:
+            found[proc.pid] = proc
+    return found
+
+
+def descendants(root: int, procs: dict[int, Proc] | None = None) -> list[int]:
+    """Living (not zombie) processes below `root`, by parentage."""
+    procs = processes() if procs is None else procs
+    children: dict[int, list[int]] = {}
+    for proc in procs.values():
+        children.setdefault(proc.ppid, []).append(proc.pid)
+    found, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        if procs[pid].state != "Z":
+            found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def command_line(pid: int) -> str:
+    """The process's command line, spaces between its arguments ("" when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def has_marker(pid: int, name: str, value: str) -> bool:
+    """Whether the process's environment (as it started) holds NAME=VALUE."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{name}={value}".encode() in f.read().split(b"\0")
+    except OSError:  # gone, or another user's
+        return False
+
+
+def marked(name: str, value: str, procs: dict[int, Proc] | None = None) -> list[int]:
+    """Living processes (this one excepted) whose environment holds NAME=VALUE."""
+    procs = processes() if procs is None else procs
+    me, uid = os.getpid(), os.getuid()
+    found = []
+    for proc in procs.values():
+        if proc.pid == me or proc.state == "Z":
+            continue
+        with contextlib.suppress(OSError):
+            if uid != 0 and os.stat(f"/proc/{proc.pid}").st_uid != uid:
+                continue  # not ours: its environment cannot be read
+            if has_marker(proc.pid, name, value):
+                found.append(proc.pid)
+    return found
+
+
+def signal_all(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def end_all(
+    find: Callable[[], Collection[int]], grace_s: float = 2.0, limit_s: float = 15.0
+) -> list[int]:
+    """End every process `find()` names: SIGTERM (SIGKILL at once when `grace_s` is 0), after
+    `grace_s` SIGKILL (some of Ray's processes ignore SIGTERM), looking again until none is
+    left or `limit_s` has passed. Returns the pids found on the first look."""
+    first = list(find())
+    if not first:
+        return []
+    signal_all(first, signal.SIGTERM if grace_s > 0 else signal.SIGKILL)
+    started = time.monotonic()
+    while (left := find()) and time.monotonic() - started < limit_s:
+        if time.monotonic() - started >= grace_s:
+            signal_all(left, signal.SIGKILL)
+        time.sleep(0.05)
+    return first
+
+
+def end_marked(name: str, value: str, grace_s: float = 2.0, limit_s: float = 15.0) -> list[int]:
+    """End every process marked NAME=VALUE (end_all)."""
+    return end_all(lambda: marked(name, value), grace_s, limit_s)
+
+
+def rss_mb(pids: Iterable[int]) -> float:
+    """Resident memory of these processes together, in MiB."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, IndexError, ValueError), open(f"/proc/{pid}/statm") as f:
+            total += int(f.read().split()[1]) * _PAGE
+    return total / 2**20
+
+
+def tree_rss_mb(root: int) -> float:
+    """Resident memory of every process below `root` (not `root` itself), in MiB."""
+    return rss_mb(descendants(root))
+
+
+def _prctl(option: int, value: int) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Orphans below this process become its children (not init's): PR_SET_CHILD_SUBREAPER."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def make_undumpable() -> bool:
+    """No core dump, and no ptrace or /proc/PID/mem from processes without privileges."""
+    return _prctl(PR_SET_DUMPABLE, 0)
