@@ -156,8 +156,16 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
     resumed = plan.resumed
     owns_ray = not ray.is_initialized()  # a caller's cluster (tests, a notebook) is kept
 
-    if owns_ray:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    session = contextlib.ExitStack()  # what the cluster we start starts ends with this command,
+    if owns_ray:  # however it ends (procs/watch.py): killed, Ray's agents would stay alive
+        from kforge_search.procs.watch import watched
+
+        session.enter_context(watched())
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        except BaseException:
+            session.close()
+            raise
     pools: dict[str, Any] = {}
     writer = None
     status = "finished"
@@ -233,6 +241,7 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             ray.kill(writer.actor)
         if owns_ray:
             ray.shutdown()
+        session.close()
     if status == "interrupted":
         raise typer.Exit(130)  # the shell's code for Ctrl-C: scripts can tell it apart
 
