@@ -1,23 +1,27 @@
 """Size sets derived for problems that bring none (KernelBench files as published).
 
-`ci`: the size constants divided, all by one power of two F (the smallest that brings the
-inputs under INPUT_BUDGET elements and every size under LARGEST), none below its floor, so
-the reference runs in milliseconds on a CPU; one factor keeps the ratios between sizes
-(`out_channels == 2 * width` in a file that needs it). `unseen`: the sizes that `ci` moved,
-a quarter larger and odd (or an odd multiple of what they must stay divisible by), so a
-kernel tuned at `ci` is checked at sizes that are no multiple of its tiles.
+`ci`: the sizes divided, all by one power of two F (the smallest that brings the inputs
+under INPUT_BUDGET elements and every size under LARGEST), none below its floor, so the
+reference runs in milliseconds on a CPU; one factor keeps the ratios between sizes
+(`out_channels == 2 * width`, which a file's LayerNorm may need) except where a floor
+stops a size. `unseen`: the sizes `ci` moved, a quarter larger and odd (an odd multiple
+of what they must stay divisible by; a size 2 to MAX_RATIO times another at `ci` stays
+so), so a kernel tuned at `ci` is checked at sizes that are no multiple of its tiles.
 
 Sizes: integers (or their tuples and lists) bound at module level to a value that names no
 other constant, at least MIN_SIZE (a batch: more than BATCH_FLOOR), not named like a kernel
 size, stride, padding, dilation or a group or head count, and not written as a parameter
 default in the code (`img_size=224`: the model expects that size). Constants computed from
-others are not overridden: they follow. A size divisible by a group or head count stays
-divisible by it (and by its factors of 2 up to 4: widths are halved or quartered before
-being split), one divisible by a smaller size stays a multiple of that size's new value
-(a patch divides an image, a block a sequence). The floor of a size is FLOOR or the window
-of the file's kernels, whichever is larger. A model that pools with a fixed window of
-GLOBAL_POOL or more (`nn.AvgPool2d(7)`) pools at the resolution it was written for: the
-spatial sizes of its inputs are kept.
+others are not overridden: they follow.
+
+What must stay divisible stays so: by a group or head count (a constant, or a parameter
+default such as `num_groups=4`) and by its factors of 2 up to 4 (widths are halved or
+quartered before being split); by a kept size (a block length); by a smaller size's new
+value where the original was divisible (a patch divides an image, a block a sequence).
+The floor of a size is FLOOR or the window of the file's kernels, whichever is larger.
+A model that pools with a fixed window of GLOBAL_POOL or more (`nn.AvgPool2d(7)`) pools at
+the resolution it was written for: the spatial sizes of its inputs are kept. One that
+upsamples and concatenates (skip connections) keeps their factors of two at `unseen`.
 """
 
 from __future__ import annotations
