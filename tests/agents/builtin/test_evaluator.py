@@ -16,6 +16,8 @@ FAST = [
     ("cpu-triton", "level2/22_mlp_ffn_gelu_residual"),  # two GEMMs and a residual input
     ("cpu-cpp", "level2/05_gemm_scale_clamp_min"),  # row statistic broadcast back
     ("cpu-cpp", "level2/14_gemm_maxpool_scale"),  # pooling in the epilogue
+    ("cpu-triton", "level2/35_gemm_dropout_gelu_scale"),  # the mask drawn as the reference's
+    ("cpu-cpp", "level2/31_gemm_batchnorm_softmax_scale"),  # running statistics compared
 ]
 LEVEL2, _ = find_problems(PROBLEMS / "level2")
 
