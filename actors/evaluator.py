@@ -14,7 +14,7 @@ import ray
 
 from kforge_search.evaluator import EvalConfig, EvalResult, Evaluator
 from kforge_search.platforms import get_platform
-from kforge_search.problem import Problem
+from kforge_search.problem import Problem, ProblemError
 
 
 @ray.remote(max_restarts=0, max_task_retries=0)
@@ -30,3 +30,19 @@ class EvaluatorActor:
 
     def evaluate(self, source: str, problem: Problem, platform_name: str) -> EvalResult:
         return self._evaluator.evaluate_source(source, problem, get_platform(platform_name))
+
+    def check_reference(self, problem: Problem, platform_name: str) -> str:
+        """Run the problem's reference here (and at its unseen sizes, when candidates are
+        verified there too): "" when it runs (its outputs kept for the candidates), else why
+        not (it raised or exceeded a limit of the evaluator)."""
+        platform = get_platform(platform_name)
+        wanted = [problem]
+        unseen = "unseen" in dict(problem.size_sets) and problem.size_set != "unseen"
+        if unseen and self._evaluator.config.check_unseen:  # as Evaluator._unseen decides
+            wanted.append(problem.resized("unseen"))
+        try:
+            for one in wanted:
+                self._evaluator.reference(one, platform)
+        except ProblemError as exc:
+            return str(exc)
+        return ""

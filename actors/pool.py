@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -26,7 +26,9 @@ from kforge_search.actors.evaluator import EvaluatorActor
 from kforge_search.actors.resources import ResourceError, evaluator_options
 from kforge_search.evaluator import EvalConfig, EvalResult, Status
 from kforge_search.platforms import Platform, get_platform
-from kforge_search.problem import Problem, source_hash
+from kforge_search.problem import Problem, ProblemError, source_hash
+
+REFERENCE_STAGE = "reference"  # the stage of a result not judged: the reference failed
 
 MAX_ATTEMPTS = 2  # the first try and one retry on a new actor
 
@@ -178,8 +180,12 @@ class EvaluatorPool:
         except RayTaskError as exc:  # the evaluator raised: it would raise again
             self._idle.append(run.slot)
             cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-            why = f"the evaluator raised {type(cause).__name__}: {_first_line(cause)}"
-            result = self._infra_error(run.request, why)
+            if isinstance(cause, ProblemError):  # not the candidate's fault, nor the harness's
+                why = f"not judged: the problem's reference failed: {_first_line(cause)}"
+                result = self._infra_error(run.request, why, stage=REFERENCE_STAGE)
+            else:
+                why = f"the evaluator raised {type(cause).__name__}: {_first_line(cause)}"
+                result = self._infra_error(run.request, why)
         except RayError as exc:  # the actor died mid-candidate
             self._replace(run.slot)
             if run.attempt < MAX_ATTEMPTS:
@@ -204,12 +210,12 @@ class EvaluatorPool:
         self.replaced += 1
         self._idle.append(slot)
 
-    def _infra_error(self, request: EvalRequest, message: str) -> EvalResult:
+    def _infra_error(self, request: EvalRequest, message: str, stage: str = "actor") -> EvalResult:
         problem = request.problem
         return EvalResult(
             status=Status.INFRA_ERROR,
             message=message,
-            stage="actor",
+            stage=stage,
             problem_id=problem.id,
             problem_name=problem.name,
             platform=self.platform.name,
@@ -217,6 +223,36 @@ class EvaluatorPool:
             candidate_hash=source_hash(request.source, self.platform.name),
             sizes=tuple(sorted(problem.sizes.items())),
         )
+
+    def check_references(
+        self, problems: Sequence[Problem], timeout_s: float | None = None
+    ) -> dict[str, str]:
+        """Run every problem's reference on the pool's actors (spread over them) before a
+        search: problem id -> why its reference cannot run (it raised or exceeded a limit of
+        the evaluator); a problem left out runs. Call it while nothing is pending."""
+        if self.pending:
+            raise ValueError(f"{self.pending} evaluations pending: check references first")
+        calls = {
+            self._actors[i % self.size].check_reference.remote(p, self.platform.name): (i, p)
+            for i, p in enumerate(problems)
+        }
+        failed: dict[str, str] = {}
+        replaced: set[int] = set()
+        for ref, (i, problem) in calls.items():
+            try:
+                why = ray.get(ref, timeout=timeout_s)
+            except RayTaskError as exc:
+                cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+                why = f"the evaluator raised {type(cause).__name__}: {_first_line(cause)}"
+            except RayError as exc:  # the actor died running it (or did not answer in time)
+                if i % self.size not in replaced:  # idle: a new actor takes its slot
+                    replaced.add(i % self.size)
+                    self._idle.remove(i % self.size)
+                    self._replace(i % self.size)
+                why = f"the evaluator actor ended running the reference: {_first_line(exc)}"
+            if why:
+                failed[problem.id] = why
+        return failed
 
     # -- lifetime ---------------------------------------------------------------------------
     def shutdown(self) -> None:
@@ -239,4 +275,11 @@ class EvaluatorPool:
         self.shutdown()
 
 
-__all__ = ["MAX_ATTEMPTS", "EvalOutcome", "EvalRequest", "EvaluatorPool", "ResourceError"]
+__all__ = [
+    "MAX_ATTEMPTS",
+    "REFERENCE_STAGE",
+    "EvalOutcome",
+    "EvalRequest",
+    "EvaluatorPool",
+    "ResourceError",
+]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 import ray
 
-from kforge_search.actors.pool import EvalRequest, EvaluatorPool
+from kforge_search.actors.pool import REFERENCE_STAGE, EvalRequest, EvaluatorPool
 from kforge_search.evaluator import EvalConfig, Status
 from kforge_search.problem import resolve_problem
 from tests.conftest import BROKEN, EXAMPLES
@@ -99,3 +99,36 @@ def test_a_second_death_is_an_infra_error_and_the_pool_goes_on(pool, problem):
 
     [after] = pool.map([_request("honest", HONEST, problem)])  # the search goes on
     assert after.result.status is Status.OK and after.attempts == 1
+
+
+BROKEN_REFERENCE = '''"""A reference that raises where it runs."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("this reference is broken on purpose")
+
+
+def get_inputs():
+    return [torch.randn(4, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_references_that_cannot_run_are_found_before_a_search(pool, problem, tmp_path):
+    path = tmp_path / "broken_reference.py"
+    path.write_text(BROKEN_REFERENCE)
+    broken = resolve_problem(str(path))
+    failed = pool.check_references([problem, broken])
+    assert list(failed) == [broken.id] and "broken on purpose" in failed[broken.id]
+    [outcome] = pool.map([_request("of-broken", HONEST, broken)])  # not judged
+    result = outcome.result
+    assert result.status is Status.INFRA_ERROR and result.stage == REFERENCE_STAGE
+    assert result.message.startswith("not judged: the problem's reference failed")
+    assert pool.check_references([problem]) == {}  # and the pool goes on
