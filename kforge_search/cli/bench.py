@@ -330,7 +330,7 @@ def bench_cmd(
     if search_efficiency:
         from kforge_search.cli.efficiency import run_efficiency
 
-        run_efficiency(problems, plat, policy, budget, trials, out)
+        run_efficiency(problems, plat, policy, budget, trials, out, fmt)
         return
     agent = BuiltinAgent() if jobs == 1 else _OneAtATime(BuiltinAgent())
     rows: list[Any] = [done[p.name] for p in problems if p.name in done]

@@ -85,3 +85,23 @@ def test_evolutionary_trials_explore_differently():
     first = path(0)
     assert path(0) == first  # a rerun repeats
     assert path(1) != first and path(2) != first
+
+
+def test_the_efficiency_table_pipes_as_json(tmp_path, monkeypatch, capsys):
+    """run_efficiency's listing through cli/output.py, the searches replaced by a known result."""
+    import json
+
+    from kforge_search.agents.builtin import screen
+    from kforge_search.cli.efficiency import run_efficiency
+    from kforge_search.search import efficiency
+
+    traces = (Trace("evolutionary", 0, (1.0, 2.0)), Trace("random", 0, (1.0, 1.0)))
+    known = efficiency.Efficiency(PROBLEM.name, 2, 2.0, traces)
+    monkeypatch.setattr(efficiency, "compare", lambda *args: known)
+    monkeypatch.setattr(screen, "time_reference", lambda problem, platform: 1.0)
+    cpp = get_platform("cpu-cpp")  # timed; nothing runs: the oracle is never asked
+    run_efficiency([PROBLEM], cpp, "strict", 2, 1, str(tmp_path), "json")
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row == {"problem": PROBLEM.name, "best_known_speedup": 2.0, "evolutionary": [2],
+                   "random": [None], "genomes_timed": 0}  # fmt: skip
+    assert json.loads((tmp_path / "efficiency.json").read_text())["problems"][0]["random"] == [None]
