@@ -42,8 +42,10 @@ class LineageActor:
     def start_from(self, drafts: Sequence[Draft]) -> None:
         self.lineage.start_from(drafts)
 
-    def propose(self, budget: int, references: Sequence[Reference]) -> Proposal:
-        return self.lineage.propose(budget, references)
+    def propose(
+        self, budget: int, references: Sequence[Reference], remaining: int | None = None
+    ) -> Proposal:
+        return self.lineage.propose(budget, references, remaining)
 
     def record(self, drafts: Sequence[Draft], results: Sequence[EvalResult]) -> Step:
         return self.lineage.record(drafts, results)
@@ -94,8 +96,10 @@ class RemoteLineage:
         self.pending.extend(drafts)
         self._call("start_from", list(drafts))
 
-    def propose(self, budget: int, references: Sequence[Reference] = ()) -> Proposal:
-        proposal = self._call("propose", budget, list(references))
+    def propose(
+        self, budget: int, references: Sequence[Reference] = (), remaining: int | None = None
+    ) -> Proposal:
+        proposal = self._call("propose", budget, list(references), remaining)
         self.pending = [d for d in self.pending if d not in proposal.drafts]
         return proposal
 

@@ -7,7 +7,9 @@ holder (when DuckDB says it) and what to do.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -66,3 +68,48 @@ def connect(path: str | Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
             f"this process already has {file} open in another mode ({exc}): use one "
             "Writer per process and read through `Writer.reader()`"
         ) from None
+
+
+def check_writable(path: str | Path) -> None:
+    """Raise StoreError (one line: what is wrong and what to do) unless a writer could
+    create or open `path`, changing nothing: its folder (or the nearest one that exists)
+    takes new files, an existing file can be written, is not held by another process and is
+    not newer than this kforge-search."""
+    from .schema import LATEST, _too_new, current_version
+
+    file = Path(path)
+    if file.is_dir():
+        example = file / "kforge.duckdb"
+        raise StoreError(f"--db {file} is a folder: give a file path, e.g. --db {example}")
+    folder = file.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise StoreError(f"cannot write the database {file}: {folder} is a file, not a folder")
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".kforge-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write the database {file}: no new file can be made in {folder} "
+            f"({exc.strerror}); pass a --db in a folder you can write"
+        ) from None
+    if not file.exists():
+        return
+    try:
+        with open(file, "r+b"):
+            pass
+    except OSError as exc:
+        raise StoreError(
+            f"cannot write the database {file} ({exc.strerror}): make it writable, or pass "
+            "another --db"
+        ) from None
+    con = connect(file, read_only=True)  # StoreLockedError when another process holds it
+    try:
+        if current_version(con) > LATEST:
+            raise _too_new(current_version(con))
+    except duckdb.Error as exc:
+        raise StoreError(f"{file} is not a database kforge-search can use: {exc}") from None
+    finally:
+        con.close()

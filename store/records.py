@@ -20,6 +20,7 @@ from .signature import VECTOR_DIM
 PASS_KINDS = ("functional", "optimization")
 PRECISIONS = ("fp32", "ieee", "tf32", "tf32x3", "bf16", "fp16")
 RUN_STATUSES = ("running", "finished", "failed", "interrupted")
+LLM_STATUSES = ("ok", "http_error", "timeout", "refused", "truncated", "unparsable", "no_key")
 STATUSES = tuple(s.value for s in Status)
 
 
@@ -115,10 +116,13 @@ class RunRecord(Record):
     kind: str  # "search", "eval", "bench"
     config: str  # JSON
     tool_version: str
-    status: str = "running"
+    status: str = "running"  # a running run whose driver died reads as interrupted (runs.py)
     started_at: datetime = field(default_factory=utcnow)
     ended_at: datetime | None = None
     id: str = field(default_factory=new_id)
+    host: str = ""  # where its driver runs, and the driver's process id (0: not known)
+    pid: int = 0
+    heartbeat_at: datetime | None = None  # the driver's last sign of life (runs.HEARTBEAT_S)
 
     def __post_init__(self) -> None:
         _check_id(self)
@@ -266,19 +270,24 @@ class LlmCallRecord(Record):
     TABLE: ClassVar[str] = "llm_calls"
     role: str  # "writer", "analyst", ...
     model: str
-    status: str  # "ok", "error", "timeout", ...
+    status: str  # one of LLM_STATUSES (kforge_search.llm.calls says what each means)
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
-    latency_s: float = 0.0
+    latency_s: float = 0.0  # all its attempts
     cached: bool = False
     run_id: str = ""
-    candidate_id: str = ""
+    candidate_id: str = ""  # what it wrote (writer) or analyzed (analyst); "" for none
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=new_id)
+    lineage_id: str = ""
+    attempts: int = 1  # requests sent, the SDK's retries included
+    http_status: int = 0  # the last HTTP error status (0: none)
+    error: str = ""  # why it failed
 
     def __post_init__(self) -> None:
         _check_id(self)
+        _need(self.status in LLM_STATUSES, f"llm call status {self.status!r}: use {LLM_STATUSES}")
         _need(
             self.tokens_in >= 0 and self.tokens_out >= 0,
             f"tokens {self.tokens_in}/{self.tokens_out}: must be >= 0",

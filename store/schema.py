@@ -89,6 +89,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         "time, unseen, ...)",
         ("ALTER TABLE evaluations ADD COLUMN phases JSON",),
     ),
+    Migration(
+        3,
+        "runs.host, pid, heartbeat_at: a run whose driver died reads as interrupted; "
+        "llm_calls.lineage_id, attempts, http_status, error: failed calls are results",
+        (
+            "ALTER TABLE runs ADD COLUMN host VARCHAR",
+            "ALTER TABLE runs ADD COLUMN pid INTEGER",
+            "ALTER TABLE runs ADD COLUMN heartbeat_at TIMESTAMP",
+            "ALTER TABLE llm_calls ADD COLUMN lineage_id VARCHAR",
+            "ALTER TABLE llm_calls ADD COLUMN attempts INTEGER",
+            "ALTER TABLE llm_calls ADD COLUMN http_status INTEGER",
+            "ALTER TABLE llm_calls ADD COLUMN error VARCHAR",
+        ),
+    ),
 )
 LATEST = MIGRATIONS[-1].version
 TABLES = (  # the tables of records; `kernels` is derived from them (store/summary.py)

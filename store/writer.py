@@ -25,6 +25,7 @@ from .connection import connect
 from .ids import utcnow
 from .reader import Reader
 from .records import RECORD_TYPES, RUN_STATUSES, EvaluationRecord, Record
+from .runs import run_state
 from .schema import migrate
 from .secrets import Redactor
 
@@ -123,13 +124,35 @@ class Writer:
         return report
 
     def finish_run(self, run_id: str, status: str, ended_at: datetime | None = None) -> None:
-        """Mark a run finished/failed/interrupted (the one update the store makes)."""
+        """Mark a run finished/failed/interrupted (with the heartbeat, the updates the store
+        makes)."""
         if status not in RUN_STATUSES:
             raise ValueError(f"run status {status!r}: use one of {RUN_STATUSES}")
         self.con.execute(
             "UPDATE runs SET status = ?, ended_at = ? WHERE id = ?",
             [status, ended_at or utcnow(), run_id],
         )
+
+    def beat(self, run_id: str, at: datetime | None = None) -> None:
+        """The driver of a running run is alive (store/runs.py)."""
+        self.con.execute(
+            "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND status = 'running'",
+            [at or utcnow(), run_id],
+        )
+
+    def settle_runs(self, now: datetime | None = None) -> list[str]:
+        """Mark `interrupted` the running runs whose driver is gone (store/runs.py), ended at
+        their last heartbeat; returns their ids."""
+        sql = "SELECT id, host, pid, heartbeat_at, started_at FROM runs WHERE status = 'running'"
+        rows = self.reader().query(sql).rows
+        dead = [
+            (run_id, heartbeat_at or started_at)
+            for run_id, host, pid, heartbeat_at, started_at in rows
+            if run_state("running", host, pid, heartbeat_at, started_at, now=now) != "running"
+        ]
+        for run_id, last in dead:
+            self.finish_run(run_id, "interrupted", last)
+        return [run_id for run_id, _ in dead]
 
     def reader(self) -> Reader:
         """Reads in this process, through this connection (a second open would conflict)."""

@@ -9,6 +9,7 @@ answer and not an empty list.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:
     from kforge_search.agents.builtin.genome import Genome
     from kforge_search.analysis.rules import Analysis
     from kforge_search.evaluator.result import EvalResult
+
+# Held for agent work that is not thread-safe (torch.fx tracing, the rules' figures): the
+# lineages of a generation propose side by side, and only an agent's waiting (an LLM call)
+# overlaps with another's work.
+SERIAL = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -77,13 +83,26 @@ class Context:
     policy: str = "strict"
     parents: tuple[Parent, ...] = ()
     references: tuple[Reference, ...] = ()
-    budget: int = 1  # evaluations left: an agent proposes at most this many drafts
+    budget: int = 1  # evaluations this step: an agent proposes at most this many drafts
     seed: int = 0
+    remaining: int | None = None  # evaluations the search has left for this lineage, this
+    # step's included (its generations, its functional passes, the candidate budget); None:
+    # not known
 
     def __post_init__(self) -> None:
         get_policy(self.policy)
         if self.budget < 0:
             raise ValueError(f"budget={self.budget}: needs >= 0 evaluations left")
+        if self.remaining is not None and self.remaining < self.budget:
+            raise ValueError(
+                f"remaining={self.remaining} < budget={self.budget}: what is left includes "
+                "this step"
+            )
+
+    @property
+    def left(self) -> int:
+        """The evaluations left to tell a model (this step's when nothing more is known)."""
+        return self.budget if self.remaining is None else self.remaining
 
 
 @dataclass(frozen=True)
@@ -93,6 +112,9 @@ class Support:
 
 
 class Agent(Protocol):
+    """`concurrent = True` on an agent class: its `propose` may run in several threads at
+    once (it takes SERIAL for work that may not); otherwise proposals hold SERIAL."""
+
     name: str
 
     def supports(self, problem: Problem, platform: Platform) -> Support:

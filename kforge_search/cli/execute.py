@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -42,31 +43,37 @@ def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[A
             rows.extend(_rule_recommendation(lineage, draft, result, member.candidate_id))
     platform = lineage.platform.name
     sources = {p.draft.id: p.draft.source for p in lineage.parents}
-    for draft in step.calls:  # every LLM call of the step, also one that wrote a repeat
-        rows.append(_call_row("writer", draft, run_id, candidate_id(draft.source, platform)))
+    for call in step.llm_calls:  # every LLM call of the step, ok or failed
+        rows.append(_call_row(call, run_id, lineage.lineage_id, platform))
+    for draft in step.calls:  # an analysis made for a draft (also one that wrote a repeat)
         analysis = draft.analysis
         if analysis is None or not draft.parents or draft.parents[0] not in sources:
             continue
         analyzed = candidate_id(sources[draft.parents[0]], platform)
         rows.append(_recommendation(analysis, analyzed))
-        if analysis.model:
-            rows.append(_call_row("analyst", analysis, run_id, analyzed))
     return rows
 
 
-def _call_row(role: str, call: Any, run_id: str, cid: str) -> Any:
-    """An llm_calls row from what carries a call's cost (a Draft or an Analysis)."""
+def _call_row(call: Any, run_id: str, lineage_id: str, platform: str) -> Any:
+    """An llm_calls row from an LLMCall (llm/calls.py)."""
+    from kforge_search.store.ids import candidate_id
     from kforge_search.store.records import LlmCallRecord
 
     return LlmCallRecord(
-        role=role,
+        role=call.role,
         model=call.model,
-        status="ok",
+        status=call.status,
         tokens_in=call.tokens_in,
         tokens_out=call.tokens_out,
         cost_usd=call.cost_usd,
+        latency_s=call.latency_s,
+        cached=call.cached,
         run_id=run_id,
-        candidate_id=cid,
+        candidate_id=candidate_id(call.subject, platform) if call.subject else "",
+        lineage_id=lineage_id,
+        attempts=call.attempts,
+        http_status=call.http_status,
+        error=call.error,
     )
 
 
@@ -139,18 +146,69 @@ class Plan:
     agents: tuple[Any, ...] = ()  # lineage n gets agents[n % len]; () = the builtin agent
 
 
+@dataclass
+class _Calls:
+    """The LLM calls of a search so far: a search whose every call failed fails."""
+
+    made: int = 0
+    ok: int = 0
+    last_failure: str = ""
+
+    def add(self, calls: Any) -> None:
+        for call in calls:
+            self.made += 1
+            self.ok += call.ok
+            if not call.ok:
+                self.last_failure = f"{call.role} call {call.summary}"
+
+    @property
+    def all_failed(self) -> str:
+        """Why the search failed when it made LLM calls and none succeeded ("" otherwise)."""
+        if not self.made or self.ok:
+            return ""
+        return f"every LLM call of the search failed ({self.made}); the last: {self.last_failure}"
+
+
+def _check_db(db: Any) -> None:
+    """Before anything starts: the database can be written (store.connection)."""
+    from kforge_search.cli.common import fail
+    from kforge_search.store.connection import StoreError, check_writable
+    from kforge_search.store.schema import SchemaError
+
+    try:
+        check_writable(db)
+    except (StoreError, SchemaError) as exc:
+        fail(str(exc))
+
+
+def _run_record(kind: str, config: str) -> Any:
+    """A run row that says where its driver runs (store/runs.py tells a dead one)."""
+    from kforge_search.store.ids import utcnow
+    from kforge_search.store.records import RunRecord
+    from kforge_search.store.runs import this_host
+
+    now = utcnow()
+    return RunRecord(kind, config, _version(), started_at=now, host=this_host(),
+                     pid=os.getpid(), heartbeat_at=now)  # fmt: skip
+
+
 def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: int = 1) -> None:
+    _check_db(db)  # before Ray: a bad --db starts nothing and changes nothing
     import ray
 
     from kforge_search.actors.lineage import RemoteLineage
     from kforge_search.actors.pool import EvaluatorPool
-    from kforge_search.actors.writer import BatchedWriter, WriterUnavailable, start_writer
+    from kforge_search.actors.writer import (
+        BatchedWriter,
+        Heartbeat,
+        WriterUnavailable,
+        start_writer,
+    )
     from kforge_search.agents.builtin import BuiltinAgent
     from kforge_search.cli.common import fail
     from kforge_search.search.engine import Search
     from kforge_search.search.lineage import Lineage
     from kforge_search.search.resume import replaying
-    from kforge_search.store.records import RunRecord
 
     probs, plats, config, budget = plan.problems, plan.platforms, plan.config, plan.budget
     resumed = plan.resumed
@@ -168,20 +226,32 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             raise
     pools: dict[str, Any] = {}
     writer = None
-    status = "finished"
+    status, failure = "finished", ""
+    beats = contextlib.ExitStack()
     try:
         try:
             writer = BatchedWriter(start_writer(db), batch_size=50)
         except WriterUnavailable as exc:
-            fail(str(exc), "close the process that holds the database, or pass another --db")
+            held = "in use by" in str(exc)
+            fail(str(exc), "close the process that holds it, or pass another --db" if held else "")
+        settled = ray.get(writer.actor.settle_runs.remote())
+        if settled:
+            console.print(
+                f"marked interrupted (their driver had died): {', '.join(settled)}; "
+                "--resume RUN continues one",
+                highlight=False,
+            )
         settings: dict[str, Any] = {
             "problems": [p.name for p in probs],
             "platforms": [p.name for p in plats],
             **plan.settings,
             **vars(config),
         }
-        run = RunRecord("search", json.dumps(settings, default=str), _version())
+        run = _run_record("search", json.dumps(settings, default=str))
         writer.add([run])
+        writer.flush()  # the run is in the file before its first evaluation
+        heart = beats.enter_context(Heartbeat(writer.actor))
+        heart.runs.append(run.id)
         for plat in plats:
             pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config, per_gpu=per_gpu)
             pools[plat.name].wait_ready()
@@ -189,9 +259,12 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
         if resumed is not None:
             evaluate = {n: replaying(e, n, resumed) for n, e in evaluate.items()}
         progress = Progress(console)
+        calls = _Calls()
 
         def on_step(lineage: Any, step: Any) -> None:
             writer.add(_records(lineage, step, run.id, resumed.replayed if resumed else set()))
+            writer.send()  # on its way to the file before it is printed
+            calls.add(step.llm_calls)
             progress.step(lineage, step, {lin.lineage_id for lin in search.alive})
 
         search = Search(
@@ -214,6 +287,13 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             status = "interrupted"
             stop = "interrupted (Ctrl-C or SIGTERM): what was evaluated is recorded; --resume "
             stop += "continues"
+        except Exception:  # a crash: what was evaluated is kept, the run says it failed
+            with contextlib.suppress(Exception):
+                writer.flush()
+                ray.get(writer.actor.finish_run.remote(run.id, "failed"))
+            raise
+        if failure := calls.all_failed:
+            status = "failed"
         writer.flush()
         ray.get(writer.actor.finish_run.remote(run.id, status))
         console.print(_summary(search))
@@ -224,15 +304,16 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
                 highlight=False,
             )
         if status == "finished":
-            _remeasure(search, pools, writer, run.id)
+            _remeasure(search, pools, writer, run.id, heart)
         if resumed is not None:
             console.print(
                 f"resumed run {resumed.run_id}: {len(resumed.replayed)} evaluations replayed "
                 "from the database, not run again",
                 highlight=False,
             )
-        console.print(f"run {run.id}: {stop}; database {db}", highlight=False)
+        console.print(f"run {run.id}: {failure or stop}; database {db}", highlight=False)
     finally:
+        beats.close()
         for pool in pools.values():
             pool.shutdown()
         if writer is not None:  # let the file go: the writer actor holds it open
@@ -244,6 +325,8 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
         session.close()
     if status == "interrupted":
         raise typer.Exit(130)  # the shell's code for Ctrl-C: scripts can tell it apart
+    if failure:
+        fail(failure, "`kforge db show RUN` lists the calls of each lineage", code=1)
 
 
 @contextlib.contextmanager
@@ -263,16 +346,17 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str) -> None:
+def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str, heart: Any) -> None:
     """Every (problem, platform)'s winner evaluated again in a fresh process (and at the
     unseen sizes), recorded under a run of its own; both figures printed."""
     import ray
 
     from kforge_search.search.winners import remeasure
-    from kforge_search.store.records import RunRecord
 
-    run = RunRecord("remeasure", json.dumps({"of_run": of_run}), _version())
+    run = _run_record("remeasure", json.dumps({"of_run": of_run}))
     writer.add([run])
+    writer.flush()
+    heart.runs.append(run.id)
     winners = remeasure(search.lineages, {n: p.evaluate_many for n, p in pools.items()})
     table = Table("problem", "platform", "search ms", "again ms", "search x", "again x", "again")
     for w in winners:

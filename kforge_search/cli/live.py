@@ -1,8 +1,9 @@
 """The search's progress: a live table on a terminal, one line per lineage step otherwise.
 
 One row per lineage: its pass (functional or optimization), what its last step's
-candidates did, its best verified speedup so far and how many kernels it has evaluated;
-the caption has the generation, the evaluations so far and the evaluations per minute.
+candidates did (or why it had none: its LLM call failed, and how), its best verified speedup
+so far and how many kernels it has evaluated; the caption has the generation, the
+evaluations so far and the evaluations per minute.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class Progress:
         row.last = ", ".join(
             m.status.value + (" (known)" if again else "")
             for m, again in zip(step.members, step.reused, strict=True)
-        )
+        ) or getattr(step, "failure", "")  # a lineage whose LLM calls failed says why
         best = lineage.best()
         row.best = best.speedup if best is not None else None
         row.evaluated += len(step.members)

@@ -4,11 +4,57 @@ plan that cli/execute.py runs. Registered in cli/app.py.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from kforge_search.cli.db import DEFAULT_DB, DbOpt
+
+
+def _provider(model: str, provider: str | None, base_url: str | None) -> str:
+    """--provider, else from the model's name (claude*: Anthropic's Messages), else from
+    --base-url (an OpenAI-compatible server), else OpenAI."""
+    if provider:
+        return provider
+    if model.startswith("claude"):
+        return "anthropic"
+    return "compatible" if base_url else "openai"
+
+
+def _llm_config(model: str, provider: str | None, base_url: str | None, llm: dict[str, Any],
+                max_usd: float | None) -> Any:  # fmt: skip
+    """The LLM settings, checked before anything starts: the key is in the environment, and
+    a money budget can price the model."""
+    from kforge_search.cli.common import err, fail
+    from kforge_search.llm.config import LLMConfig
+    from kforge_search.llm.prices import PriceTable
+
+    prices = llm.pop("prices", None)
+    try:
+        config = LLMConfig(_provider(model, provider, base_url), model, base_url=base_url,
+                           prices_file=str(Path(prices).resolve()) if prices else "",
+                           **llm)  # fmt: skip
+        table = PriceTable.load(config.prices_file or None)
+    except ValueError as exc:
+        fail(str(exc))
+    if config.key_env and not os.environ.get(config.key_env):
+        fail(f"no API key for {config.provider}: set {config.key_env} in the environment")
+    if not table.known(model):
+        if max_usd is not None:
+            fail(
+                f"--max-usd {max_usd:g}: no price is known for the model {model}, so its calls "
+                "would cost $0 and the limit would never stop the search; give its prices with "
+                f'--prices FILE (JSON {{"{model}": [usd_per_mtok_in, usd_per_mtok_out]}}) or '
+                "$KFORGE_PRICES"
+            )
+        err.print(
+            f"warning: no price is known for the model {model}: its calls are recorded at $0 "
+            "(--prices FILE gives one)",
+            highlight=False,
+        )
+    return config
 
 
 def _agents(
@@ -18,13 +64,14 @@ def _agents(
     base_url: str | None,
     cache: str | None,
     supervision: str = "auto",
+    llm: dict[str, Any] | None = None,
+    max_usd: float | None = None,
 ) -> tuple[Any, ...]:
     """builtin: the builtin agent; llm: LLM lineages, every second one a builtin seed
     lineage whose kernels the LLM lineages get as references."""
     from kforge_search.agents.builtin import BuiltinAgent
     from kforge_search.agents.llm.agent import LLMAgent
     from kforge_search.cli.common import fail
-    from kforge_search.llm.config import LLMConfig
 
     if agent == "builtin":
         return (BuiltinAgent(),)
@@ -33,18 +80,24 @@ def _agents(
     if not model:
         fail("--agent llm needs --model", "e.g. --model gpt-4o, or a local server's model name")
     assert model is not None
-    kind = provider or (
-        "compatible" if base_url else "anthropic" if model.startswith("claude") else "openai"
-    )
-    try:
-        config = LLMConfig(kind, model, base_url=base_url)
-    except ValueError as exc:
-        fail(str(exc))
+    config = _llm_config(model, provider, base_url, dict(llm or {}), max_usd)
     try:
         writer = LLMAgent(config, cache_dir=cache, supervision=supervision)
     except ValueError as exc:
         fail(str(exc))
     return (writer, BuiltinAgent())  # lineage #0 is an LLM's
+
+
+def _check_numbers(**values: tuple[float | None, float, bool]) -> None:
+    """Each option's value (name: (value, least, least allowed)) in range, or one line."""
+    from kforge_search.cli.common import fail
+
+    for name, (value, least, inclusive) in values.items():
+        if value is None:
+            continue
+        if value < least or (value == least and not inclusive):
+            need = f">= {least:g}" if inclusive else f"> {least:g}"
+            fail(f"--{name.replace('_', '-')} {value:g}: needs {need}")
 
 
 def _load_resume(db: str, ref: str) -> Any:
@@ -110,6 +163,23 @@ def search_cmd(
     llm_cache: Annotated[
         str | None, typer.Option(help="a folder of cached replies (reproducible reruns)")
     ] = None,
+    llm_timeout: Annotated[
+        float, typer.Option(help="seconds an LLM request may take (each attempt)")
+    ] = 120.0,
+    llm_retries: Annotated[
+        int, typer.Option(help="retries of a failed LLM request (429, 5xx, timeout, refused)")
+    ] = 2,
+    max_output_tokens: Annotated[
+        int,
+        typer.Option(help="the most tokens an LLM reply may have (a cut reply is asked again)"),
+    ] = 16384,
+    prices: Annotated[
+        str | None,
+        typer.Option(
+            help='a JSON price table, {"model-prefix": [usd_per_mtok_in, usd_per_mtok_out]} '
+            "(else $KFORGE_PRICES, else the built-in one)"
+        ),
+    ] = None,
     supervision: Annotated[
         str,
         typer.Option(
@@ -164,7 +234,24 @@ def search_cmd(
     from kforge_search.search.budget import Budget
     from kforge_search.search.engine import SearchConfig
 
-    agents = _agents(agent, model, provider, base_url, llm_cache, supervision)
+    _check_numbers(
+        lineages=(lineages, 1, True),
+        functional_passes=(functional_passes, 1, True),
+        generations=(generations, 1, True),
+        max_candidates=(max_candidates, 1, True),
+        max_minutes=(max_minutes, 0, False),
+        max_gpu_minutes=(max_gpu_minutes, 0, False),
+        max_llm_tokens=(max_llm_tokens, 1, True),
+        max_usd=(max_usd, 0, False),
+        workers=(workers, 1, True),
+        per_gpu=(per_gpu, 1, True),
+        llm_timeout=(llm_timeout, 0, False),
+        llm_retries=(llm_retries, 0, True),
+        max_output_tokens=(max_output_tokens, 1, True),
+    )
+    llm = {"timeout_s": llm_timeout, "max_retries": llm_retries,
+           "max_tokens": max_output_tokens, "prices": prices}  # fmt: skip
+    agents = _agents(agent, model, provider, base_url, llm_cache, supervision, llm, max_usd)
     resumed = _load_resume(db, resume) if resume else None
     if resumed is not None:
         stored = resumed.settings
@@ -172,13 +259,14 @@ def search_cmd(
             fail("--resume takes the run's problems and platforms: leave them out")
         problems, platform, sizes = stored["problems"], stored["platforms"], stored.get("sizes")
         kept = {k: stored[k] for k in vars(SearchConfig()) if k in stored}
-        config_args = {**kept, **({"generations": generations} if generations else {})}
+        extend = {"generations": generations} if generations is not None else {}
+        config_args = {**kept, **extend}
     else:
         if not problems or not platform:
             fail("give PROBLEMS and at least one --platform", "or --resume RUN")
         config_args = dict(
             lineages=lineages,
-            generations=generations or 3,
+            generations=3 if generations is None else generations,
             policy=policy,
             seed=seed,
             functional_passes=functional_passes,
@@ -190,7 +278,9 @@ def search_cmd(
         alive = max(config.lineages, config.max_alive)
         most = len(problems) * len(platform) * alive * config.generations
         budget = Budget(
-            max_candidates=max_candidates or most * config.drafts_per_step,
+            max_candidates=most * config.drafts_per_step
+            if max_candidates is None
+            else max_candidates,
             wall_clock_s=None if max_minutes is None else max_minutes * 60,
             gpu_seconds=None if max_gpu_minutes is None else max_gpu_minutes * 60,
             llm_tokens=max_llm_tokens,

@@ -12,11 +12,17 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "compat
 
 class LLMError(RuntimeError):
     """A call that failed after the SDK's own retries. `kind`: timeout, rate_limit, server,
-    auth, bad_request, connection, empty. The message never contains an API key."""
+    auth, bad_request, connection, empty, malformed; `http_status` the last HTTP status (0:
+    none came), `attempts` the requests sent. The message never contains an API key."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, http_status: int = 0, attempts: int = 0):
         super().__init__(message)
         self.kind = kind
+        self.http_status = http_status
+        self.attempts = attempts
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, int, int]]:
+        return (LLMError, (self.kind, str(self), self.http_status, self.attempts))
 
 
 @dataclass(frozen=True)
@@ -25,11 +31,12 @@ class LLMConfig:
     model: str
     base_url: str | None = None  # vLLM, SGLang, Ollama: e.g. http://localhost:8000/v1
     api_key_env: str = ""  # the environment variable holding the key ("": the provider's)
-    timeout_s: float = 120.0  # per request
+    timeout_s: float = 120.0  # per request (each attempt)
     max_retries: int = 2  # the SDK's retries (429, 5xx, timeouts, connection errors)
-    max_tokens: int = 4096
+    max_tokens: int = 16384  # of output: a long kernel module fits
     temperature: float = 0.2  # Chat Completions only (Anthropic's Messages takes none)
     images: bool | None = None  # does the model take images? None: vision.accepts_images
+    prices_file: str = ""  # a JSON price table over the built-in one (or $KFORGE_PRICES)
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDERS:
@@ -70,6 +77,8 @@ class Reply:
     latency_s: float
     prompt_hash: str
     cached: bool = False
+    truncated: bool = False  # cut at max_tokens (finish_reason length / stop_reason max_tokens)
+    attempts: int = 1  # requests sent, the SDK's retries included
 
 
 def prompt_hash(config: LLMConfig, system: str, messages: tuple[Message, ...]) -> str:

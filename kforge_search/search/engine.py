@@ -165,23 +165,44 @@ class Search:
             if not group:
                 continue
             refs = {lin.lineage_id: self._references(lin) for lin in group}
-            steps = run_generation(
-                group, self.evaluate_many[platform.name], cfg.drafts_per_step, refs, self.known
+            told = {lin.lineage_id: self._remaining(lin, index) for lin in group}
+            run_generation(
+                group,
+                self.evaluate_many[platform.name],
+                cfg.drafts_per_step,
+                refs,
+                self.known,
+                remaining=told,
+                on_step=self._stepped,
             )
-            for lineage, step in zip(group, steps, strict=True):
-                self.tracker.add_candidates(step.reused.count(False))
-                for draft in step.calls:  # what the LLM calls of the step cost
-                    self.tracker.add_llm(draft.tokens_in + draft.tokens_out, draft.cost_usd)
-                    if (a := draft.analysis) is not None and a.model:  # and its analysis
-                        self.tracker.add_llm(a.tokens_in + a.tokens_out, a.cost_usd)
-                if self.on_step is not None:
-                    self.on_step(lineage, step)
-                if lineage.pass_kind == FUNCTIONAL and lineage.generation >= cfg.functional_passes:
-                    self.alive.remove(lineage)  # its functional-pass budget is spent
-                    self.retired.append(lineage)
-                    self.gave_up.append(lineage.lineage_id)
         if index + 1 >= cfg.judge_after:
             self._judge()
+
+    def _stepped(self, lineage: Lineage, step: Step) -> None:
+        """One lineage's step is in (the others of its generation may still be running)."""
+        self.tracker.add_candidates(step.reused.count(False))
+        for call in step.llm_calls:  # every LLM call of the step, failed ones too
+            self.tracker.add_llm(call.tokens_in + call.tokens_out, call.cost_usd)
+        if self.on_step is not None:
+            self.on_step(lineage, step)
+        cfg = self.config
+        if lineage.pass_kind == FUNCTIONAL and lineage.generation >= cfg.functional_passes:
+            self.alive.remove(lineage)  # its functional-pass budget is spent
+            self.retired.append(lineage)
+            self.gave_up.append(lineage.lineage_id)
+
+    def _remaining(self, lineage: Lineage, index: int) -> int:
+        """The evaluations the search has left for a lineage at generation `index`: its
+        generations (its functional passes, before it verifies), within the candidate
+        budget."""
+        cfg = self.config
+        steps = cfg.generations - index
+        if lineage.pass_kind == FUNCTIONAL:
+            steps = min(steps, cfg.functional_passes - lineage.generation)
+        left = steps * cfg.drafts_per_step
+        if (most := self.tracker.budget.max_candidates) is not None:
+            left = min(left, most - self.tracker.usage().candidates)
+        return max(1, left)
 
     def _references(self, lineage: Lineage) -> tuple[Reference, ...]:
         """The best verified kernel of this problem on each other platform."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from kforge_search.agents.base import Agent, Context, Draft, Parent, Reference
 from kforge_search.evaluator.result import EvalResult
+from kforge_search.llm.calls import LLMCall, recording
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
 from kforge_search.search.population import Member, verified
@@ -38,8 +39,18 @@ class Step:
     proposed: int = 0  # drafts the agent returned (step() fills it in)
     repeats: int = 0  # of those, sources the lineage had already evaluated (not evaluated again)
     reused: tuple[bool, ...] = ()  # per member: its result came from another lineage's run
-    calls: tuple[Draft, ...] = ()  # every LLM-written draft proposed, repeats included: the
-    # calls to charge and record (a repeat is not evaluated again, but its call was made)
+    calls: tuple[Draft, ...] = ()  # every LLM-written draft proposed, repeats included (a
+    # repeat is not evaluated again, but its call was made; its analysis is recorded)
+    llm_calls: tuple[LLMCall, ...] = ()  # every LLM call of the step, ok or failed: the
+    # calls to charge and record
+
+    @property
+    def failure(self) -> str:
+        """Why the step has no draft when its LLM calls failed ("" otherwise)."""
+        failed = [c for c in self.llm_calls if not c.ok]
+        if self.members or not failed:
+            return ""
+        return f"no draft: LLM {failed[-1].role} call {failed[-1].summary}"
 
 
 @dataclass(frozen=True)
@@ -47,6 +58,7 @@ class Proposal:
     drafts: tuple[Draft, ...]  # new to the lineage, at most the budget
     proposed: int  # drafts the agent returned, repeats included
     calls: tuple[Draft, ...] = ()  # the returned drafts an LLM call wrote, repeats included
+    llm_calls: tuple[LLMCall, ...] = ()  # the LLM calls the agent made, ok or failed
 
     def counted(self, step: Step) -> Step:
         """The step that recorded this proposal, with what was proposed and repeated."""
@@ -55,6 +67,7 @@ class Proposal:
             proposed=self.proposed,
             repeats=self.proposed - len(self.drafts),
             calls=self.calls,
+            llm_calls=self.llm_calls,
         )
 
 
@@ -98,9 +111,12 @@ class Lineage:
         run) as if this lineage had evaluated it."""
         return self._record(draft, result)
 
-    def propose(self, budget: int, references: Sequence[Reference] = ()) -> Proposal:
+    def propose(
+        self, budget: int, references: Sequence[Reference] = (), remaining: int | None = None
+    ) -> Proposal:
         """Up to `budget` drafts the lineage has not evaluated yet (the agent's answer to
-        every draft it evaluated, with its result, and the references offered)."""
+        every draft it evaluated, with its result, and the references offered); `remaining`:
+        the evaluations the search has left for this lineage, told to the agent."""
         if budget < 1:
             raise ValueError(f"budget={budget}: a step needs at least one evaluation")
         if self.pending:
@@ -116,14 +132,16 @@ class Lineage:
             tuple(references),
             budget,
             seed=_step_seed(self.lineage_id, self.seed, self.generation),
+            remaining=None if remaining is None else max(remaining, budget),
         )
-        proposed = self.agent.propose(context)
+        with recording() as llm_calls:
+            proposed = self.agent.propose(context)
         fresh: list[Draft] = []
         for draft in proposed:
             if draft.id not in self._candidate_of and all(d.id != draft.id for d in fresh):
                 fresh.append(draft)
         calls = tuple(d for d in proposed if d.model)
-        return Proposal(tuple(fresh[:budget]), len(proposed), calls)
+        return Proposal(tuple(fresh[:budget]), len(proposed), calls, tuple(llm_calls))
 
     def record(self, drafts: Sequence[Draft], results: Sequence[EvalResult]) -> Step:
         """Take in the results of a proposal's drafts (same order): one step done."""

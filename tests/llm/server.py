@@ -3,6 +3,8 @@ protocols with scripted replies, for the real SDK clients to talk to (no LLM is 
 from these machines). Each request takes the next step of the script:
 
     Say(text, tokens_in, tokens_out)   a normal reply in the protocol of the path asked
+    Say(..., cut=True)                 a reply cut at the output limit (finish_reason length,
+                                       stop_reason max_tokens)
     Status(code, retry_after)          an error status with the protocol's error body
     Slow(seconds, then)                wait, then do `then` (for client timeouts)
     Raw(body)                          a malformed body with status 200
@@ -25,6 +27,7 @@ class Say:
     text: str
     tokens_in: int = 100
     tokens_out: int = 50
+    cut: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,20 +54,21 @@ class Seen:
     key: str = field(repr=False, default="")
 
 
-def _openai(text: str, model: str, tin: int, tout: int) -> dict[str, Any]:
+def _openai(text: str, model: str, tin: int, tout: int, cut: bool) -> dict[str, Any]:
     return {
         "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "finish_reason": "stop",
+        "choices": [{"index": 0, "finish_reason": "length" if cut else "stop",
                      "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout},
     }  # fmt: skip
 
 
-def _anthropic(text: str, model: str, tin: int, tout: int) -> dict[str, Any]:
+def _anthropic(text: str, model: str, tin: int, tout: int, cut: bool) -> dict[str, Any]:
     return {
         "id": "msg_test", "type": "message", "role": "assistant", "model": model,
-        "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "max_tokens" if cut else "end_turn",
         "stop_sequence": None, "usage": {"input_tokens": tin, "output_tokens": tout},
     }  # fmt: skip
 
@@ -112,7 +116,8 @@ class ScriptedLLM:
         if isinstance(step, Say):
             make = _anthropic if h.path.endswith("/messages") else _openai
             self._send(h, 200, json.dumps(make(step.text, body.get("model", "m"),
-                                               step.tokens_in, step.tokens_out)))  # fmt: skip
+                                               step.tokens_in, step.tokens_out,
+                                               step.cut)))  # fmt: skip
         elif isinstance(step, Status):
             extra = {"retry-after": step.retry_after} if step.retry_after is not None else {}
             self._send(h, step.code, json.dumps(_error_body(h.path, step.code)), extra)

@@ -4,10 +4,12 @@ speaks their wire protocols with scripted replies."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
 from kforge_search.llm.cache import ReplyCache
+from kforge_search.llm.calls import LLMCall
 from kforge_search.llm.config import LLMConfig, LLMError, Message
 from kforge_search.llm.prices import PriceTable
 from kforge_search.llm.providers import make_provider
@@ -126,3 +128,54 @@ def test_prices_and_configs_refuse_what_they_cannot_use(tmp_path):
         LLMConfig("compatible", "m")
     with pytest.raises(ValueError, match="provider"):
         LLMConfig("bard", "m")
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _failed(provider, model: str = "gpt-4o") -> LLMCall:
+    with pytest.raises(LLMError) as err:
+        _ask(provider)
+    return LLMCall.of_error("writer", model, err.value)
+
+
+def test_each_failure_is_a_call_with_its_status_attempts_and_reason(monkeypatch):
+    with ScriptedLLM(Status(503), Status(503), Status(503)) as server:  # past 2 retries
+        call = _failed(make_provider(_config(server, "openai", "gpt-4o", max_retries=2)))
+    assert (call.status, call.http_status, call.attempts) == ("http_error", 503, 3)
+    assert call.summary.startswith("http_error 503 after 3 attempts: server error 503")
+    with ScriptedLLM(Slow(2.0, Say(REPLY)), Slow(2.0, Say(REPLY))) as server:
+        slow = _config(server, "anthropic", "claude-sonnet-5-5", timeout_s=0.3, max_retries=1)
+        call = _failed(make_provider(slow))
+    assert (call.status, call.attempts) == ("timeout", 2)
+    port = _closed_port()
+    refused = LLMConfig("openai", "gpt-4o", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    call = _failed(make_provider(refused))
+    assert (call.status, call.attempts, call.http_status) == ("refused", 1, 0)
+    with ScriptedLLM(Raw("this is not json")) as server:
+        call = _failed(make_provider(_config(server, "openai", "gpt-4o", max_retries=0)))
+    assert call.status == "unparsable" and "could not be read" in call.error
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(LLMError) as err:
+        make_provider(LLMConfig("openai", "gpt-4o"))
+    call = LLMCall.of_error("writer", "gpt-4o", err.value)
+    assert (call.status, call.attempts) == ("no_key", 0) and "OPENAI_API_KEY" in call.summary
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("openai", "gpt-4o"), ("anthropic", "claude-sonnet-5-5")]
+)
+def test_a_reply_cut_at_the_output_limit_says_so_and_retries_are_counted(provider, model):
+    with ScriptedLLM(Status(429), Say(REPLY, 10, 4096, cut=True), Say(REPLY)) as server:
+        p = make_provider(_config(server, provider, model, max_retries=1, max_tokens=4096))
+        cut, whole = _ask(p), _ask(p, "again")
+    assert cut.truncated and cut.attempts == 2 and cut.tokens_out == 4096
+    assert not whole.truncated and whole.attempts == 1
+    assert server.seen[0].body["max_tokens"] == 4096
+
+
+def test_the_default_output_limit_fits_a_long_module():
+    assert LLMConfig("openai", "gpt-4o").max_tokens >= 16384

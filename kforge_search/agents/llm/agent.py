@@ -4,19 +4,23 @@ verifies, optimization passes after), one model call, the candidate module parse
 Prompts come only from prompts/*.j2 (StrictUndefined). A reply without a usable ModelNew
 still becomes a draft (its text as the source, the parse failure as its note): the
 evaluator's static check rejects it, and the next functional-pass prompt shows the model
-both the rejection and why the reply could not be used. Every call is reported to `on_call`
-(tokens, cost, latency: the search records them and charges its budget).
+both the rejection and why the reply could not be used. A reply cut at the output limit is
+not evaluated: the model is asked once more for a shorter reply (prompts/shorter.j2). Every
+call, ok or failed, is noted in the journal (llm/calls.py: status, attempts, latency, tokens,
+cost, why it failed) and reported to `on_call` when it got a reply. Calls run on the
+process's shared event loop (llm/loop.py), so lineages in threads wait for theirs together.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from kforge_search import prompts
-from kforge_search.agents.base import Context, Draft, Parent, Reference, Support
+from kforge_search.agents.base import SERIAL, Context, Draft, Parent, Reference, Support
 from kforge_search.agents.llm.analyst import Analyst, Report
+from kforge_search.llm import loop
+from kforge_search.llm.calls import LLMCall, note
 from kforge_search.llm.config import LLMConfig, LLMError, Message, Reply
 from kforge_search.llm.parse import Module, extract
 from kforge_search.llm.providers import Provider
@@ -35,16 +39,34 @@ def _tail(text: str, chars: int = LOG_CHARS) -> str:
     return text if len(text) <= chars else "[...]\n" + text[-chars:]
 
 
+def _once(message: str, log: str) -> str:
+    """The message without what the log shows anyway (a build error's message often holds
+    the whole compiler output): each text reaches the prompt once."""
+    if not log:
+        return message
+    body = log.strip()
+    if body and body in message:
+        message = message.replace(body, "(see the log below)")
+    kept = [
+        line
+        for line in message.splitlines()
+        if len(line.strip()) < 40 or line.strip() not in log  # long lines the log repeats
+    ]
+    return "\n".join(kept).strip()
+
+
 def _previous(parent: Parent) -> dict[str, Any]:
     result, draft = parent.result, parent.draft
     artifacts = result.artifacts
-    message = result.message + (f" ({draft.note})" if draft.note.startswith("unusable") else "")
+    log = artifacts.compile_log or artifacts.traceback
+    message = _once(result.message, log)
+    message += f" ({draft.note})" if draft.note.startswith("unusable") else ""
     return {
         "source": draft.source,
         "status": result.status.value,
         "stage": result.stage,
         "message": message,
-        "compile_log": _tail(artifacts.compile_log or artifacts.traceback),
+        "compile_log": _tail(log),
         "mismatch": str(artifacts.mismatch) if artifacts.mismatch else "",
     }
 
@@ -92,6 +114,7 @@ class LLMAgent:
     (`analyst=None`), or the one given; without a profile the digest has only the timing."""
 
     name = "llm"
+    concurrent = True  # proposals may overlap: the analyst takes SERIAL for its rules
 
     def __init__(
         self,
@@ -114,20 +137,22 @@ class LLMAgent:
 
     @property
     def provider(self) -> Provider:
-        if self._provider is None:
-            assert self._config is not None
-            from kforge_search.llm.cache import ReplyCache
-            from kforge_search.llm.providers import make_provider
+        with SERIAL:  # lineages in threads share the agent: one client, made once
+            if self._provider is None:
+                assert self._config is not None
+                from kforge_search.llm.cache import ReplyCache
+                from kforge_search.llm.providers import make_provider
 
-            cache = ReplyCache(self.cache_dir) if self.cache_dir else None
-            self._provider = make_provider(self._config, cache=cache)
-        return self._provider
+                cache = ReplyCache(self.cache_dir) if self.cache_dir else None
+                self._provider = make_provider(self._config, cache=cache)
+            return self._provider
 
     @property
     def analyst(self) -> Analyst:
-        if self._analyst is None:
-            self._analyst = Analyst(self.provider, on_call=self.on_call)
-        return self._analyst
+        with SERIAL:
+            if self._analyst is None:
+                self._analyst = Analyst(self.provider, on_call=self.on_call)
+            return self._analyst
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -160,7 +185,7 @@ class LLMAgent:
         if best.draft.id in self._reports:
             return self._reports[best.draft.id], False
         report = self.analyst.report(
-            context.problem, context.platform, context.policy, best, context.budget
+            context.problem, context.platform, context.policy, best, context.left
         )
         if isinstance(report, str):
             return None, False
@@ -177,7 +202,7 @@ class LLMAgent:
             return prompts.render(
                 "optimize.j2",
                 platform=context.platform,
-                budget=context.budget,
+                budget=context.left,
                 problem_source=context.problem.source,
                 best={
                     "source": best.draft.source,
@@ -194,7 +219,7 @@ class LLMAgent:
         return prompts.render(
             "functional.j2",
             platform=context.platform,
-            budget=context.budget,
+            budget=context.left,
             problem_source=context.problem.source,
             oneshot=oneshot,
             references=refs,
@@ -204,15 +229,23 @@ class LLMAgent:
     def propose(self, context: Context) -> list[Draft]:
         if context.budget == 0:
             return []
-        report, fresh = self.report(context)
-        message = Message("user", self.prompt(context, report))
         try:
-            reply = asyncio.run(self.provider.complete(self.system(context), [message]))
-        except LLMError as exc:  # after the SDK's retries: this step proposes nothing
-            self.errors.append(f"{exc.kind}: {exc}")
+            report, fresh = self.report(context)
+        except LLMError:  # no client (a missing key): the writer's call below notes why
+            report, fresh = None, False
+        system, prompt = self.system(context), self.prompt(context, report)
+        reply = self._ask(system, prompt)
+        if reply is not None and reply.truncated:  # not evaluated: asked again, shorter
+            self._truncated(reply, "asked again for a shorter reply")
+            shorter = prompts.render(
+                "shorter.j2", tokens_out=reply.tokens_out, max_tokens=self._max_tokens()
+            )
+            reply = self._ask(system, f"{prompt}\n\n{shorter}")
+            if reply is not None and reply.truncated:
+                self._truncated(reply, "twice: this step proposes nothing")
+                return []
+        if reply is None:  # failed after the SDK's retries: this step proposes nothing
             return []
-        if self.on_call is not None:
-            self.on_call(reply)
         parsed = extract(reply.text)
         best = self.best(context)
         parents = (best.draft.id,) if best is not None else ()
@@ -226,6 +259,35 @@ class LLMAgent:
         }
         platform = context.platform.name
         if isinstance(parsed, Module):
-            note = f"{reply.model}: {len(reply.text)} chars, {reply.tokens_out} tokens out"
-            return [Draft(parsed.source, platform, self.name, note, **cost)]
+            note(LLMCall.of_reply("writer", reply, subject=parsed.source))
+            text = f"{reply.model}: {len(reply.text)} chars, {reply.tokens_out} tokens out"
+            return [Draft(parsed.source, platform, self.name, text, **cost)]
+        note(LLMCall.of_reply("writer", reply, "unparsable", parsed.reason, reply.text))
         return [Draft(reply.text, platform, self.name, f"unusable reply: {parsed.reason}", **cost)]
+
+    def _ask(self, system: str, prompt: str) -> Reply | None:
+        """One call (the SDK retries inside it); a failure is noted and gives None."""
+        model = self._config.model if self._config is not None else "?"
+        try:
+            provider = self.provider
+            model = provider.config.model
+            reply = loop.run(provider.complete(system, [Message("user", prompt)]))
+        except LLMError as exc:
+            self.errors.append(f"{exc.kind}: {exc}")
+            note(LLMCall.of_error("writer", model, exc))
+            return None
+        if self.on_call is not None:
+            self.on_call(reply)
+        return reply
+
+    def _max_tokens(self) -> int:
+        config = self._config or getattr(self._provider, "config", None)
+        return config.max_tokens if config is not None else 0
+
+    def _truncated(self, reply: Reply, then: str) -> None:
+        why = (
+            f"the reply was cut at the output limit ({reply.tokens_out} tokens; "
+            f"--max-output-tokens {self._max_tokens()}): {then}"
+        )
+        self.errors.append(f"truncated: {why}")
+        note(LLMCall.of_reply("writer", reply, "truncated", why))

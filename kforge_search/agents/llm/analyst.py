@@ -4,13 +4,14 @@ Always the rule-based analysis first (analysis/rules.py): the digest, a bottlene
 suggestions. With an LLM configured, the model gets the digest, the rules' verdict, the
 source and, for models that take images, the rendered roofline + timeline (the visual
 profiler path), and answers in JSON; a failed call or an unusable answer leaves the rules'
-analysis standing (the call is still counted). Runs where the agents run (lineage actors),
-never on an evaluator.
+analysis standing (the call is still counted and noted in the journal, llm/calls.py). The
+rules and the figure are made under agents.base.SERIAL (tracing and matplotlib are not
+thread-safe), the model call outside it. Runs where the agents run (lineage actors), never
+on an evaluator.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
@@ -19,12 +20,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kforge_search import prompts
-from kforge_search.agents.base import Parent
+from kforge_search.agents.base import SERIAL, Parent
 from kforge_search.analysis import rules
 from kforge_search.analysis.rules import Analysis, Suggestion
 from kforge_search.analysis.work import Work, counted_work
 from kforge_search.evaluator.profile import Profile
 from kforge_search.hardware import Peaks, platform_peaks
+from kforge_search.llm import loop
+from kforge_search.llm.calls import LLMCall, note
 from kforge_search.llm.config import LLMConfig, LLMError, Message, Reply
 from kforge_search.llm.providers import Provider
 from kforge_search.platforms import Platform
@@ -92,11 +95,12 @@ class Analyst:
 
     @property
     def provider(self) -> Provider | None:
-        if self._provider is None and self._config is not None:
-            from kforge_search.llm.providers import make_provider
+        with SERIAL:  # made once, whichever thread asks first
+            if self._provider is None and self._config is not None:
+                from kforge_search.llm.providers import make_provider
 
-            self._provider = make_provider(self._config)
-        return self._provider
+                self._provider = make_provider(self._config)
+            return self._provider
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -130,22 +134,24 @@ class Analyst:
         profile = result.profile
         if profile is None:
             return "not profiled: run the search with profiling on"
-        work = self.work(problem)
-        peaks = platform_peaks(platform, result.device_name)
-        precision = parent.draft.precision
-        timing = result.timing
-        meaningful = bool(timing and timing.meaningful)
-        ms = timing.p50_ms if timing and meaningful else None
-        text = rules.digest(profile, work, peaks, precision, ms, meaningful)
-        verdict = rules.analyze(
-            profile, work, peaks, precision, ms, admissible_precisions(policy), os.cpu_count() or 1
-        )
-        image = b""
         provider = self.provider
-        if provider is not None and self._accepts_images():
-            figures = rules.figures(profile, work, peaks, precision, ms)
-            title = f"{problem.name} on {platform.name} ({result.device_name})"
-            image = _render(profile, work, peaks, figures, title, precision)
+        with SERIAL:
+            work = self.work(problem)
+            peaks = platform_peaks(platform, result.device_name)
+            precision = parent.draft.precision
+            timing = result.timing
+            meaningful = bool(timing and timing.meaningful)
+            ms = timing.p50_ms if timing and meaningful else None
+            text = rules.digest(profile, work, peaks, precision, ms, meaningful)
+            verdict = rules.analyze(
+                profile, work, peaks, precision, ms, admissible_precisions(policy),
+                os.cpu_count() or 1,
+            )  # fmt: skip
+            image = b""
+            if provider is not None and self._accepts_images():
+                figures = rules.figures(profile, work, peaks, precision, ms)
+                title = f"{problem.name} on {platform.name} ({result.device_name})"
+                image = _render(profile, work, peaks, figures, title, precision)
         if provider is None:
             return Report(verdict, text, profile, image)
         return Report(
@@ -186,10 +192,12 @@ class Analyst:
             image=bool(image),
         )
         message = Message("user", user, (image,) if image else ())
+        subject = parent.draft.source
         try:
-            reply = asyncio.run(provider.complete(system, [message]))
+            reply = loop.run(provider.complete(system, [message]))
         except LLMError as exc:
             self.errors.append(f"{exc.kind}: {exc}")
+            note(LLMCall.of_error("analyst", provider.config.model, exc, subject=subject))
             return verdict
         if self.on_call is not None:
             self.on_call(reply)
@@ -200,10 +208,14 @@ class Analyst:
             "cost_usd": reply.cost_usd,
             "images": 1 if image else 0,
         }
-        parsed = parse_analysis(reply.text)
+        parsed = "the reply was cut at the output limit" if reply.truncated else None
+        parsed = parsed or parse_analysis(reply.text)
         if isinstance(parsed, str):
             self.errors.append(f"unusable analysis: {parsed}")
+            status = "truncated" if reply.truncated else "unparsable"
+            note(LLMCall.of_reply("analyst", reply, status, parsed, subject))
             return replace(verdict, **cost)
+        note(LLMCall.of_reply("analyst", reply, subject=subject))
         return replace(parsed, **cost)
 
 

@@ -12,11 +12,13 @@ from kforge_search.agents.base import Context, Draft, Parent, Reference
 from kforge_search.agents.llm.agent import LLMAgent, guide_key
 from kforge_search.evaluator.result import Artifacts, Baseline, EvalResult, Status, TimingStats
 from kforge_search.evaluator.static_check import static_check
+from kforge_search.llm.calls import recording
 from kforge_search.llm.config import LLMConfig
 from kforge_search.llm.providers import make_provider
 from kforge_search.platforms import PLATFORMS, get_platform
 from kforge_search.problem import resolve_problem
 from tests.llm.server import Say, ScriptedLLM
+from tests.llm.server import Status as Http
 
 pytestmark = pytest.mark.llm
 
@@ -113,3 +115,59 @@ def test_supervision_decides_what_a_functional_prompt_shows_and_the_budget_its_a
     assert "This is the last evaluation" not in auto
     with pytest.raises(ValueError, match="supervision 'mentored'"):
         LLMAgent(config, supervision="mentored")
+
+
+def _noted(agent: LLMAgent, context: Context) -> tuple[list, list]:
+    with recording() as calls:
+        drafts = agent.propose(context)
+    return drafts, calls
+
+
+def test_a_cut_reply_is_not_evaluated_but_asked_again_shorter():
+    cut = Say("```python\nimport torch\n\nclass ModelNew(torch.nn", 100, 16384, cut=True)
+    with ScriptedLLM(cut, Say(f"```python\n{CODE}```", 120, 300)) as server:
+        drafts, calls = _noted(_agent(server, []), Context(PROBLEM, TRITON, "strict"))
+        again = _prompt(server)
+    (draft,) = drafts
+    assert draft.source == CODE
+    assert [c.status for c in calls] == ["truncated", "ok"]
+    assert calls[0].tokens_out == 16384 and "cut at the output limit" in calls[0].error
+    assert "cut off at the output limit (16384 tokens" in again and "shorter" in again
+    assert calls[1].subject == CODE
+
+
+def test_a_reply_cut_twice_proposes_nothing_and_says_why():
+    cut = Say("```python\nclass ModelNew(", 100, 16384, cut=True)
+    with ScriptedLLM(cut, cut) as server:
+        drafts, calls = _noted(_agent(server, []), Context(PROBLEM, TRITON, "strict"))
+    assert drafts == [] and [c.status for c in calls] == ["truncated", "truncated"]
+    assert "twice" in calls[1].error
+
+
+def test_a_failed_call_proposes_nothing_and_is_noted_with_its_reason():
+    with ScriptedLLM(Http(503)) as server:
+        drafts, calls = _noted(_agent(server, []), Context(PROBLEM, TRITON, "strict"))
+    (call,) = calls
+    assert drafts == [] and (call.status, call.http_status, call.attempts) == ("http_error", 503, 1)
+    with ScriptedLLM(Say("Sorry, no code today.")) as server:
+        drafts, calls = _noted(_agent(server, []), Context(PROBLEM, TRITON, "strict"))
+    assert len(drafts) == 1 and [c.status for c in calls] == ["unparsable"]
+
+
+def test_the_prompt_tells_what_is_really_left_and_carries_the_log_once():
+    agent = LLMAgent(LLMConfig("openai", "gpt-4o"))
+    many = agent.prompt(Context(PROBLEM, TRITON, "strict", budget=1, remaining=7))
+    assert "7 evaluation(s) left" in many and "This is the last evaluation" not in many
+    last = agent.prompt(Context(PROBLEM, TRITON, "strict", budget=1, remaining=1))
+    assert "1 evaluation(s) left" in last and "This is the last evaluation" in last
+    log = "\n".join(f"candidate.cpp:{i}:5: error: expected ';' (line {i})" for i in range(30))
+    failed = _result(
+        Status.COMPILE_ERROR,
+        stage="build",
+        message=f"RuntimeError at import: {log}\nFix the build error (see the compiler log).",
+        artifacts=Artifacts(compile_log=log),
+    )
+    first = Draft(CODE, TRITON.name, "llm", "first")
+    text = agent.prompt(Context(PROBLEM, TRITON, "strict", (Parent(first, failed),)))
+    assert text.count("candidate.cpp:17:5") == 1  # the log, once
+    assert "RuntimeError at import: (see the log below)" in text and "Fix the build" in text
