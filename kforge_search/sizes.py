@@ -229,10 +229,10 @@ def _ci_values(tree: ast.Module, slots: list[Slot], parts: list[int]) -> dict[Sl
 def _unseen_values(
     slots: list[Slot], ci: dict[Slot, int], parts: list[int], halved: set[str]
 ) -> dict[Slot, int]:
-    """Sizes that ci moved grow by UNSEEN_GROWTH to odd multiples (at most twice their ci
-    value); the others keep their ci value. Sizes in `halved` keep the factors of two
-    that they have at ci."""
-    moved = {s for s in slots if ci[s] != s.value}
+    """Sizes that ci moved (all, where it moved none) grow by UNSEEN_GROWTH to odd
+    multiples (at most twice their ci value); the others keep their ci value. Sizes in
+    `halved` keep the factors of two that they have at ci."""
+    moved = {s for s in slots if ci[s] != s.value} or set(slots)
     targets = {s: round(ci[s] * UNSEEN_GROWTH) if s in moved else ci[s] for s in slots}
     ceiling = {s: 2 * ci[s] if s in moved else ci[s] for s in slots}
     steps = {s: ci[s] & -ci[s] for s in slots if s.name in halved}
