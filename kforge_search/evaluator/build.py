@@ -9,7 +9,10 @@ import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kforge_search.evaluator.native_audit import NativeAudit
 
 Wrap = Callable[[Any, Iterable[str] | None], Any]
 
@@ -22,18 +25,30 @@ class BuildError(Exception):
         self.log = log
 
 
-def cache_cpp_builds(root: Path, wrap: Wrap | None = None) -> None:
+class NativeImportError(BuildError):
+    """A built extension imports library compute (evaluator/native_audit.py)."""
+
+
+def cache_cpp_builds(
+    root: Path, wrap: Wrap | None = None, audit: NativeAudit | None = None
+) -> None:
     """Make load_inline build into root/<name>-<hash of sources and flags>.
 
     The same extension source is then built once, whichever candidate file holds it, and two
     candidates that reuse an extension name never overwrite each other's build. `wrap` gets
     each built module and the names of its functions (the launch counter wraps them).
+    `audit` (a native_audit.NativeAudit) checks each built .so's imports; a denied one
+    raises NativeImportError (the audit keeps the verdict for the worker too).
     """
     from torch.utils import cpp_extension
 
     original = cpp_extension.load_inline
+    hooks = getattr(original, "_kforge_hooks", None)
     if getattr(original, "_kforge_cached", False):
+        if hooks is not None and audit is not None:
+            hooks["audit"] = audit
         return
+    hooks = {"audit": audit}
 
     def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("build_directory") is None:
@@ -46,10 +61,23 @@ def cache_cpp_builds(root: Path, wrap: Wrap | None = None) -> None:
                 module = original(name, cpp_sources, *args, **kwargs)
         else:
             module = original(name, cpp_sources, *args, **kwargs)
+        if hooks["audit"] is not None:
+            check_extension(module, hooks["audit"])
         return wrap(module, kwargs.get("functions")) if wrap else module
 
     load_inline._kforge_cached = True  # type: ignore[attr-defined]
+    load_inline._kforge_hooks = hooks  # type: ignore[attr-defined]
     cpp_extension.load_inline = load_inline
+
+
+def check_extension(module: Any, audit: NativeAudit) -> None:
+    """Hold a loaded extension's .so against the allowlist of native imports."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        return
+    report = audit.check(path)
+    if not report.ok:
+        raise NativeImportError(audit.message())
 
 
 @contextlib.contextmanager

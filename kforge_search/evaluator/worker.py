@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import buffers as model_buffers
-from kforge_search.evaluator import guards, profile
+from kforge_search.evaluator import guards, native_audit, profile
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import PROFILE_ENV, Job
@@ -145,9 +145,11 @@ class Guarded:
         counter: guards.LaunchCounter,
         world: guards.WorldGuard,
         integrity: guards.Integrity,
+        native: native_audit.NativeAudit | None = None,
     ):
         self.job, self.cls, self.model, self.counter = job, cls, model, counter
-        self.world, self.integrity = world, integrity
+        self.world, self.integrity, self.native = world, integrity, native
+
 
     def check_harness(self) -> None:
         changed = self.integrity.changed()
@@ -161,6 +163,7 @@ class Guarded:
         if self.world.violations:
             reason, what = self.world.violations[0]
             raise rejected(reason, f"the candidate tried {what}: kernels must not touch the world")
+        native_failure(self.native)
 
     def forward(self, inputs: list[Any], trial: int) -> list[Any]:
         import torch
@@ -234,31 +237,40 @@ def load_guarded(job: Job, module: Any) -> Guarded:
     integrity = guards.Integrity(guards.harness_targets())  # before any candidate code runs
     counter = guards.LaunchCounter()
     counter.install_triton()
-    cache_cpp_builds(Path(job.ext_cache), counter.wrap_extension)
+    # built extensions are held against the allowlist of native imports (native_audit.py)
+    native = native_audit.NativeAudit((job.ext_cache, str(Path(job.outputs_path).parent)))
+    cache_cpp_builds(Path(job.ext_cache), counter.wrap_extension, native)
     world = guards.WorldGuard(job.writable)
     world.install()
     try:
         cls = load_candidate_class(job.candidate_path)
     except BuildError as exc:
-        world_failure(world)
+        world_failure(world, native)
         raise CandidateFailure(
             "COMPILE_ERROR", str(exc), compile_log=exc.log, traceback=traceback.format_exc()
         ) from exc
-    model = build_guarded_model(cls, module, job, world)
-    return Guarded(job, cls, model, counter, world, integrity)
+    native_failure(native)
+    model = build_guarded_model(cls, module, job, world, native)
+    return Guarded(job, cls, model, counter, world, integrity, native)
 
 
-def build_guarded_model(cls: type, module: Any, job: Job, world: guards.WorldGuard) -> Any:
+def build_guarded_model(
+    cls: type,
+    module: Any,
+    job: Job,
+    world: guards.WorldGuard,
+    native: native_audit.NativeAudit | None = None,
+) -> Any:
     """ModelNew(*get_init_inputs()) on the platform's device; a failure is a COMPILE_ERROR."""
     try:
         return build_model(cls, module, job)
     except BuildError as exc:
-        world_failure(world)
+        world_failure(world, native)
         raise CandidateFailure(
             "COMPILE_ERROR", str(exc), compile_log=exc.log, traceback=traceback.format_exc()
         ) from exc
     except Exception as exc:
-        world_failure(world)
+        world_failure(world, native)
         raise CandidateFailure(
             "COMPILE_ERROR",
             f"ModelNew(*get_init_inputs()) failed: {type(exc).__name__}: {exc}",
@@ -266,10 +278,21 @@ def build_guarded_model(cls: type, module: Any, job: Job, world: guards.WorldGua
         ) from exc
 
 
-def world_failure(world: guards.WorldGuard) -> None:
+def world_failure(world: guards.WorldGuard, native: native_audit.NativeAudit | None = None) -> None:
     if world.violations:
         reason, what = world.violations[0]
         raise rejected(reason, f"the candidate tried {what} while being built")
+    native_failure(native)
+
+
+def native_failure(native: native_audit.NativeAudit | None) -> None:
+    """REJECTED when an extension of the candidate's (built, or mapped from its folders)
+    imports library compute."""
+    if native is None:
+        return
+    native.sweep()
+    if message := native.message():
+        raise rejected(native_audit.REASON, message)
 
 
 def run_candidate(job: Job, channel: Channel) -> None:
@@ -325,7 +348,7 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
     gc.collect()
     if job.device.startswith("cuda"):
         torch.cuda.empty_cache()
-    guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world)
+    guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world, guarded.native)
     verify_trials(guarded, module, job, job.unseen_outputs_path)
     guarded.check_harness()
     guarded.check_world()
