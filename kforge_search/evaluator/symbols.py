@@ -137,6 +137,9 @@ TENSOR_METHODS = frozenset(
         "requires_grad_", "retains_grad", "grad_fn", "storage", "has_storage", "get_device",
         "unsafeGetTensorImpl", "getIntrusivePtr", "accessor", "packed_accessor32",
         "packed_accessor64", "generic_packed_accessor", "use_count", "reset",
+        # indexing with TensorIndex lists (slices, or tensors: a gather): the operators it
+        # dispatches are the recorder's to judge
+        "index", "index_put_",
     }
 )  # fmt: skip
 # ATen functions outside at::_ops: threads and parallel_for, allocation helpers, argument
@@ -212,7 +215,7 @@ C10_NAMES = frozenset(
         "ArrayRef", "intrusive_ptr", "weak_intrusive_ptr", "optional", "Half", "BFloat16",
         "TensorOptions", "MemoryFormat", "Layout", "ScalarType", "DeviceType", "DeviceGuard",
         "OptionalDeviceGuard", "StreamGuard", "Event", "SafePyObject", "SafePyHandle",
-        "LogAPIUsage", "LogAPIUsageFakeReturn", "cuda", "hip",
+        "LogAPIUsage", "LogAPIUsageFakeReturn", "ParallelGuard", "cuda", "hip",
     }
 )  # fmt: skip
 C10_IMPL = frozenset(

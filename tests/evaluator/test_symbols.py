@@ -16,6 +16,7 @@ import pytest
 
 from kforge_search.evaluator import elf, native_audit, symbols
 from kforge_search.evaluator.elf import DynamicSymbol
+from tests.conftest import ROOT
 
 CC = shutil.which("cc") or shutil.which("gcc")
 needs_cc = pytest.mark.skipif(CC is None, reason="needs a C compiler")
@@ -73,6 +74,7 @@ HONEST = [
     ("_ZN2at15get_num_threadsEv", ""),
     ("_ZN2at8internal21lazy_init_num_threadsEv", ""),
     ("_ZN2at3cpu17is_avx2_supportedEv", ""),
+    ("_ZN2at6Tensor5indexEN3c108ArrayRefINS_8indexing11TensorIndexEEE", ""),
     ("Sleef_expf8_u10", ""),
 ]  # fmt: skip
 
@@ -85,7 +87,6 @@ DENIED = [
     ("_ZN2at3cpu2mmERKNS_6TensorES3_", "", "at::cpu"),
     ("_ZN2at6native4reluERKNS_6TensorE", "", "at::native"),
     ("_ZN2at6Tensor5relu_Ev", "", "Tensor::relu_"),
-    ("_ZN2at6Tensor5indexEN3c108ArrayRefINS_8indexing11TensorIndexEEE", "", "Tensor::index"),
     ("_ZN2at4cuda4blas4gemmIfEEvcclllN3c1010OpMathTypeIT_E4typeEPKS5_lS9_lS6_PS5_l", "", "cuBLAS"),
     ("_ZN2at4cuda24getCurrentCUDABlasHandleEv", "", "cuBLAS"),
     ("_ZN3c1010Dispatcher9singletonEv", "", "dispatcher"),
@@ -328,3 +329,29 @@ def test_a_checked_extension_is_read_once(blas_so):
     audit = native_audit.NativeAudit()
     first = audit.check(blas_so)
     assert audit.check(blas_so) is first
+
+
+@pytest.mark.slow
+def test_common_honest_cpp_idioms_pass():
+    """One extension with what honest C++ candidates use (allocation, views, accessors,
+    AT_DISPATCH, at::parallel_for, OpenMP, Vectorized, libm, from_blob, TensorIndex
+    slicing): built with load_inline (about a minute here), every import is allowed."""
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    from kforge_search.paths import cache_dir
+
+    build = cache_dir() / "torch_extensions" / "kforge_test_honest_idioms"
+    build.mkdir(parents=True, exist_ok=True)
+    source = (ROOT / "tests" / "fixtures" / "native" / "honest_idioms.cpp").read_text()
+    ext = load_inline(
+        name="kforge_test_honest_idioms",
+        cpp_sources=source,
+        functions=["idioms"],
+        extra_cflags=["-O3", "-fopenmp"],
+        extra_ldflags=["-fopenmp"],
+        build_directory=str(build),
+    )
+    assert ext.idioms(torch.randn(5, 7), torch.randn(3, 7)).shape == (5, 7)
+    report = native_audit.check_binary(ext.__file__, native_audit.system_exports())
+    assert report.ok, report.message()
