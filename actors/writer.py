@@ -6,8 +6,8 @@ next open, so no committed batch is lost), and Ray retries a call that was in fl
 it died (`max_task_retries`): safe, because a batch is written in one transaction with
 fixed ids and `ON CONFLICT DO NOTHING`, so a retried batch adds nothing. That is the only
 retry layer for writes. `BatchedWriter` gathers records on the caller's side and keeps at
-most a few batches in flight; a search sends what it has after each lineage step (`send`),
-so a result is on its way to the file when it is printed. `Heartbeat` beats a run's
+most a few batches in flight; a search writes what it has after each lineage step
+(`flush`), so a result is in the file when it is printed. `Heartbeat` beats a run's
 heartbeat from a daemon thread of the driver (store/runs.py: a run whose beats stop reads
 as interrupted).
 """

@@ -3,8 +3,9 @@ died reads as `interrupted`, never `running` forever.
 
 A search's driver writes its host and process id into its run row when the run starts and
 beats (`runs.heartbeat_at`) every HEARTBEAT_S seconds through the writer. A run whose status
-is `running` is interrupted when its driver's process is gone (on this host) or its last
-heartbeat (its start, for rows written before heartbeats) is older than STALE_S. A search
+is `running` is interrupted when, on the driver's host, its process is gone, and elsewhere
+when its last heartbeat (its start, for rows written before heartbeats) is older than
+STALE_S. A search
 that takes the database marks such runs `interrupted` in the file (`Writer.settle_runs`);
 `--resume` continues them like any other.
 """
@@ -61,8 +62,8 @@ def run_state(
     is gone (its process ended on this host, or its heartbeat went stale)."""
     if status != "running":
         return status
-    if host and pid and host == (here or this_host()) and not alive(pid):
-        return "interrupted"
+    if host and pid and host == (here or this_host()):  # the process tells
+        return "running" if alive(pid) else "interrupted"
     last = heartbeat_at or started_at
     if (now or utcnow()) - last > timedelta(seconds=STALE_S):
         return "interrupted"

@@ -140,16 +140,87 @@ def lineage_cmd(
     emit(columns, rows, fmt)
 
 
+@db_app.command("runs")
+def runs_cmd(
+    limit: Annotated[int, typer.Option(help="how many, newest first")] = 20,
+    fmt: FormatOpt = "table",
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """The runs, newest first: kind, state (a running run whose driver died shows
+    interrupted: `kforge search --resume RUN` continues it), evaluations, LLM calls."""
+    from kforge_search.store.runs import list_runs
+
+    check_format(fmt)
+    llm = (Column("llm_ok", "llm ok"), Column("llm_failed", "llm failed"))
+    columns = ("run", "kind", "state", "started", "ended", "evaluations", "verified", *llm,
+               "problems")  # fmt: skip
+    rows = [
+        (r.id, r.kind, r.state, r.started_at, r.ended_at, r.evaluations, r.verified,
+         r.llm_ok, r.llm_failed, r.problems)
+        for r in _read(db, list_runs, limit)
+    ]  # fmt: skip
+    emit(columns, rows, fmt)
+
+
+def _candidate_or_run(reader: Any, ref: str) -> Any:
+    """A candidate's detail, or a run's when no candidate id starts with `ref`."""
+    from kforge_search.store.queries import candidate_detail
+    from kforge_search.store.runs import run_detail
+
+    def count(table: str) -> int:
+        sql = f"SELECT count(*) FROM {table} WHERE starts_with(id, ?)"
+        return int(reader.query(sql, [ref]).rows[0][0])
+
+    if not count("candidates") and count("runs"):
+        return run_detail(reader, ref)
+    return candidate_detail(reader, ref)
+
+
+def _show_run(d: Any) -> None:
+    """A run: its state, evaluations per status and lineage, LLM calls and why they failed."""
+    r = d.run
+    why = ""
+    if r["state"] == "interrupted" and r["status"] == "running":
+        why = f" (its driver is gone: process {r['pid']} on {r['host']}, last heartbeat "
+        why += f"{r['heartbeat_at'] or r['started_at']})"
+    console.print(f"[bold]run {r['id']}[/]  {r['kind']}  {r['state']}{why}", highlight=False)
+    ended = r["ended_at"] or "-"
+    console.print(f"started {r['started_at']}  ended {ended}  kforge-search {r['tool_version']}")
+    console.print(f"config {r['config']}", markup=False, highlight=False, soft_wrap=True)
+    if d.statuses.rows:
+        emit(("status", "evaluations"), d.statuses.rows)
+    if d.lineages.rows:
+        emit(("lineage", "evaluations", "verified", Column("best_x_eager", "best x eager")),
+             d.lineages.rows)  # fmt: skip
+    if d.llm.rows:
+        emit(d.llm.columns, d.llm.rows)
+    calls: dict[str, list[tuple[str, str]]] = {}
+    for lineage, _, status, _, _, _, _, _, last_error in d.llm.rows:
+        calls.setdefault(lineage or "-", []).append((status, last_error or ""))
+    for lineage, seen in calls.items():
+        if all(status != "ok" for status, _ in seen):
+            console.print(
+                f"lineage {lineage}: every LLM call failed; the last: {seen[-1][1]}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
 @db_app.command("show")
 def show_cmd(
-    candidate: Annotated[str, typer.Argument(help="candidate id (or a unique prefix)")],
+    candidate: Annotated[
+        str, typer.Argument(help="a candidate id or a run id (or a unique prefix)")
+    ],
     source: Annotated[bool, typer.Option(help="print the source")] = True,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
-    """A candidate: its source, evaluations, profiles and recommendations."""
-    from kforge_search.store.queries import candidate_detail
-
-    d = _read(db, candidate_detail, candidate)
+    """A candidate (its source, evaluations, profiles and recommendations) or a run (its
+    state, evaluations per lineage, LLM calls per lineage and why they failed)."""
+    d = _read(db, _candidate_or_run, candidate)
+    if not hasattr(d, "candidate"):
+        _show_run(d)
+        return
     c = d.candidate
     console.print(f"[bold]candidate {c['id']}[/]  problem {c['problem_id']}  {c['platform']}")
     console.print(

@@ -263,7 +263,7 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
 
         def on_step(lineage: Any, step: Any) -> None:
             writer.add(_records(lineage, step, run.id, resumed.replayed if resumed else set()))
-            writer.send()  # on its way to the file before it is printed
+            writer.flush()  # in the file before it is printed: a kill loses no printed result
             calls.add(step.llm_calls)
             progress.step(lineage, step, {lin.lineage_id for lin in search.alive})
 

@@ -92,15 +92,13 @@ class LLMCall:
         )
 
     @classmethod
-    def of_error(
-        cls, role: str, model: str, exc: LLMError, latency_s: float = 0.0, subject: str = ""
-    ) -> LLMCall:
+    def of_error(cls, role: str, model: str, exc: LLMError, subject: str = "") -> LLMCall:
         return cls(
             role,
             model,
             error_status(exc),
             exc.attempts,
-            latency_s,
+            exc.latency_s,
             http_status=exc.http_status,
             error=str(exc),
             subject=subject,

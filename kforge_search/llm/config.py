@@ -13,16 +13,20 @@ KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "compat
 class LLMError(RuntimeError):
     """A call that failed after the SDK's own retries. `kind`: timeout, rate_limit, server,
     auth, bad_request, connection, empty, malformed; `http_status` the last HTTP status (0:
-    none came), `attempts` the requests sent. The message never contains an API key."""
+    none came), `attempts` the requests sent, `latency_s` the time they took. The message
+    never contains an API key."""
 
-    def __init__(self, kind: str, message: str, http_status: int = 0, attempts: int = 0):
+    def __init__(self, kind: str, message: str, http_status: int = 0, attempts: int = 0,
+                 latency_s: float = 0.0):  # fmt: skip
         super().__init__(message)
         self.kind = kind
         self.http_status = http_status
         self.attempts = attempts
+        self.latency_s = latency_s  # the seconds spent on it, every attempt
 
-    def __reduce__(self) -> tuple[type, tuple[str, str, int, int]]:
-        return (LLMError, (self.kind, str(self), self.http_status, self.attempts))
+    def __reduce__(self) -> tuple[type, tuple[str, str, int, int, float]]:
+        args = (self.kind, str(self), self.http_status, self.attempts, self.latency_s)
+        return (LLMError, args)
 
 
 @dataclass(frozen=True)

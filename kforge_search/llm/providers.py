@@ -114,12 +114,15 @@ class _Base:
         try:
             text, model, tokens_in, tokens_out, truncated = await self._call(system, msgs)
         except LLMError as exc:
-            exc.attempts = box[0]
+            exc.attempts, exc.latency_s = box[0], time.monotonic() - started
             raise
         except Exception as exc:  # the SDK's errors, after its own retries
-            raise _error(exc, box[0]) from None
+            error = _error(exc, box[0])
+            error.latency_s = time.monotonic() - started
+            raise error from None
         if not text.strip() and not truncated:
-            raise LLMError("empty", "the model returned an empty reply", 0, box[0])
+            spent = time.monotonic() - started
+            raise LLMError("empty", "the model returned an empty reply", 0, box[0], spent)
         reply = Reply(
             text=text,
             model=model or self.config.model,

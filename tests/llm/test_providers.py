@@ -150,7 +150,7 @@ def test_each_failure_is_a_call_with_its_status_attempts_and_reason(monkeypatch)
     with ScriptedLLM(Slow(2.0, Say(REPLY)), Slow(2.0, Say(REPLY))) as server:
         slow = _config(server, "anthropic", "claude-sonnet-5-5", timeout_s=0.3, max_retries=1)
         call = _failed(make_provider(slow))
-    assert (call.status, call.attempts) == ("timeout", 2)
+    assert (call.status, call.attempts) == ("timeout", 2) and call.latency_s >= 0.6
     port = _closed_port()
     refused = LLMConfig("openai", "gpt-4o", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
     call = _failed(make_provider(refused))

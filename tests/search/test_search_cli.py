@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -18,8 +19,10 @@ from typer.testing import CliRunner
 
 from kforge_search.cli.app import app
 from kforge_search.cli.execute import _terminate_as_interrupt
+from kforge_search.store.connection import StoreLockedError
 from kforge_search.store.queries import best_kernels
 from kforge_search.store.reader import Reader
+from kforge_search.store.runs import list_runs
 
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
@@ -158,6 +161,67 @@ def test_ctrl_c_stops_cleanly_and_resume_continues(tmp_path):
     assert f"{evaluated} evaluations replayed from the database" in second.output
 
 
+def test_sigkill_loses_no_printed_evaluation_and_the_run_resumes(tmp_path):
+    """`kill -9` of a real `kforge search` after its first evaluations were printed: the run
+    row and every printed evaluation are in the file, the run reads as interrupted (its
+    driver is gone), and --resume replays them and goes on."""
+    db = tmp_path / "k.duckdb"
+    cmd = [sys.executable, "-m", "kforge_search", "search", PROBLEMS[0], "--platform", "cpu-cpp"]
+    cmd += ["--sizes", "ci", "--lineages", "2", "--generations", "6", "--db", str(db)]
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "300"},
+    )
+    try:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if line.startswith("gen 1 "):  # a step of the second generation was printed
+                os.kill(proc.pid, signal.SIGKILL)  # the driver alone, as `kill -9 PID`
+                break
+        proc.wait(timeout=60)
+        printed = int(re.findall(r"\((\d+) evaluated", "".join(seen))[-1])
+        deadline = time.monotonic() + 120
+        while True:  # the cluster ends the dead driver's writer actor: the file is free
+            try:
+                reader = Reader.open(db)
+                break
+            except StoreLockedError:
+                assert time.monotonic() < deadline, "the killed search's writer kept the file"
+                time.sleep(0.5)
+        with reader:
+            runs = reader.query("SELECT id, status, pid FROM runs").rows
+            stored = reader.query("SELECT count(*) FROM evaluations").rows[0][0]
+            first = reader.query(  # the evaluations of generation 0
+                "SELECT count(*) FROM evaluations e JOIN candidates c ON c.id = e.candidate_id "
+                "WHERE c.generation = 0"
+            ).rows[0][0]
+            listed = [(r.id, r.state) for r in list_runs(reader)]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL
+    ((run_id, status, pid),) = runs
+    assert status == "running" and pid == proc.pid  # the driver had no time to say more
+    assert listed == [(run_id, "interrupted")]  # ... but its process is gone
+    assert stored >= printed >= 2, "".join(seen)
+    shown = CliRunner().invoke(app, ["db", "runs", "--db", str(db), "--format", "json"])
+    assert json.loads(shown.stdout)[0]["state"] == "interrupted"
+    again = ["search", "--resume", run_id[:10], "--generations", "1", "--db", str(db)]
+    second = CliRunner().invoke(app, again)  # generation 0 again: all of it replayed
+    assert second.exit_code == 0, second.output
+    assert f"marked interrupted (their driver had died): {run_id}" in second.output
+    assert f"{first} evaluations replayed from the database" in second.output
+    with Reader.open(db) as reader:
+        statuses = dict(reader.query("SELECT id, status FROM runs WHERE kind = 'search'").rows)
+    assert statuses[run_id] == "interrupted" and list(statuses.values()).count("finished") == 1
+
+
 def test_sigterm_stops_a_search_like_ctrl_c():
     before = signal.getsignal(signal.SIGTERM)  # ray.init's own, in this session
     with pytest.raises(KeyboardInterrupt, match="SIGTERM"), _terminate_as_interrupt():
@@ -174,4 +238,4 @@ def test_a_wall_clock_budget_stops_the_search_between_generations(tmp_path):
     assert "gen 0 " in out.output and "gen 1 " not in out.output
     assert "budget exhausted: wall_clock_s used" in " ".join(out.output.split())
     bad = CliRunner().invoke(app, [*args[:-2], "--max-minutes", "-1", "--db", args[-1]])
-    assert bad.exit_code != 0 and "wall_clock_s=-60" in " ".join(bad.output.split())
+    assert bad.exit_code != 0 and "--max-minutes -1: needs > 0" in " ".join(bad.output.split())

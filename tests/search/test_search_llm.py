@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from kforge_search.cli.app import app
 from kforge_search.store.reader import Reader
 from tests.conftest import EXAMPLES
-from tests.llm.server import Say, ScriptedLLM
+from tests.llm.server import Say, ScriptedLLM, Status
 
 pytestmark = [pytest.mark.usefixtures("ray_cluster"), pytest.mark.llm]
 
@@ -106,3 +106,28 @@ def test_a_token_budget_stops_the_search_cleanly_and_says_why(tmp_path):
     with Reader.open(db) as reader:
         (status,) = reader.query("SELECT status FROM runs WHERE kind = 'search'").rows[0]
     assert status == "finished"
+
+
+def test_a_search_whose_every_llm_call_fails_says_why_and_exits_non_zero(tmp_path):
+    db = tmp_path / "k.duckdb"
+    with ScriptedLLM(Status(503), Status(503)) as server:
+        out = _search(server, db, "--generations", "2", "--llm-retries", "0")
+    said = " ".join(out.output.split())
+    assert out.exit_code == 1, out.output
+    assert "no draft: LLM writer call http_error 503 after 1 attempt: server error 503" in said
+    assert "Error: every LLM call of the search failed (2); the last: writer call" in said
+    assert len(server.seen) == 2  # one call per generation: the SDK retried nothing
+    with Reader.open(db) as reader:
+        calls = reader.query(
+            "SELECT status, http_status, attempts, lineage_id, error, latency_s FROM llm_calls"
+        ).rows
+        ((run_id, status),) = reader.query("SELECT id, status FROM runs").rows
+    assert status == "failed" and len(calls) == 2
+    for code, http, attempts, lineage, error, latency in calls:
+        assert (code, http, attempts) == ("http_error", 503, 1) and latency > 0
+        assert lineage.endswith("@cpu-triton#0") and "server error 503" in error
+    shown = CliRunner().invoke(app, ["db", "show", run_id[:8], "--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(shown.output.split())
+    assert f"run {run_id}" in text and "failed" in text and "http_error" in text
+    assert "every LLM call failed; the last: server error 503" in text

@@ -69,3 +69,30 @@ def test_a_file_held_by_another_writer_is_refused_clearly(tmp_path):
     with Writer(path), pytest.raises(WriterUnavailable, match=r"in use by process \d+"):
         start_writer(path, timeout_s=60)
     assert time.monotonic() - started < 30  # refused, not restarted forever
+
+
+def test_old_records_are_sent_and_a_busy_driver_keeps_beating(tmp_path):
+    from kforge_search.actors.writer import Heartbeat
+    from kforge_search.store.ids import utcnow
+
+    path = tmp_path / "beat.duckdb"
+    actor = start_writer(path)
+    started = utcnow()
+    run = RunRecord("search", "{}", "test", started_at=started, heartbeat_at=started)
+    batched = BatchedWriter(actor, batch_size=500, max_age_s=0.2)
+    batched.add([run])  # far below the batch size: kept
+    time.sleep(0.3)
+    batched.add(_records(1))  # the oldest waited past max_age_s: all sent
+    assert not batched._buffer
+    with Heartbeat(actor, every_s=0.2) as heart:
+        heart.runs.append(run.id)
+        until = time.monotonic() + 1.5
+        while time.monotonic() < until:  # the driver's thread busy in Python
+            sum(i * i for i in range(10_000))
+    batched.flush()
+    ray.get(actor.close.remote())
+    ray.kill(actor)
+    with Reader.open(path) as reader:
+        (beat,) = reader.query("SELECT heartbeat_at FROM runs").rows[0]
+        assert _count(path, "candidates") == 1
+    assert (beat - started).total_seconds() >= 1.0  # beaten while the driver was busy
