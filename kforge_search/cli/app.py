@@ -78,6 +78,13 @@ def eval_cmd(
     baselines: Annotated[
         bool, typer.Option(help="time eager and torch.compile baselines (cached)")
     ] = True,
+    reduced_precision: Annotated[
+        bool,
+        typer.Option(
+            help="also time each baseline at the platform's reduced precision (TF32 on CUDA, "
+            "bf16 matmuls on CPU), a peer where it passes the policy on the problem"
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     db: Annotated[
         str | None, typer.Option("--db", help="record the result in this kernel database")
@@ -97,7 +104,10 @@ def eval_cmd(
     try:
         # one evaluation: a warm spare for a next candidate would never be used
         config = EvalConfig(
-            policy=policy, baselines=("eager", "compile") if baselines else (), spare_child=False
+            policy=policy,
+            baselines=("eager", "compile") if baselines else (),
+            reduced_precision=reduced_precision,
+            spare_child=False,
         )
     except ValueError as exc:
         fail(str(exc))
@@ -127,26 +137,31 @@ def baseline_cmd(
     overrides: SetOpt = None,
     fmt: FormatOpt = "table",
 ) -> None:
-    """Time the reference in eager mode and under torch.compile (cached)."""
+    """Time the reference in eager mode and under torch.compile, in fp32 and at the
+    platform's reduced precision, each checked against the reference (cached)."""
     from kforge_search.evaluator import Evaluator
 
     check_format(fmt)
     p = load(problem, sizes, overrides)
     plat = platform_or_fail(platform)
     evaluator = Evaluator()
-    with err.status("timing baselines ...", spinner="dots"):
-        ref = evaluator.reference(p, plat)
-        found = evaluator.baselines(p, plat, ref)
+    try:
+        with err.status("timing baselines ...", spinner="dots"):
+            ref = evaluator.reference(p, plat)
+            found = evaluator.baselines(p, plat, ref)
+    finally:
+        evaluator.close()
     if not found:
         fail(f"{plat.name} times are not meaningful: no baselines")
     ms = functools.partial(Column, show=lambda v: "-" if v is None else f"{v:.4f}")
     columns = ("baseline", ms("p20_ms", "p20 ms"), ms("p50_ms", "p50 ms"),
-               ms("p80_ms", "p80 ms"), "runs", "cached", "error")  # fmt: skip
+               ms("p80_ms", "p80 ms"), "runs", "cached", "passes", "error")  # fmt: skip
     rows = []
     for b in found:
         t = b.timing
         times = (t.p20_ms, t.p50_ms, t.p80_ms, t.runs) if t else (None, None, None, None)
-        rows.append((b.kind, *times, b.cached, b.error))
+        passes = "reference" if b.kind == "eager" else [c.policy for c in b.checks if c.passed]
+        rows.append((b.kind, *times, b.cached, passes, b.error or b.note))
     note(f"{p.name} on {plat.name} ({ref.device_name}, torch {ref.torch_version})", fmt)
     emit(columns, rows, fmt)
 

@@ -1,5 +1,7 @@
 """`kforge bench SUITE --platform P`: the builtin agent and a small genome search per problem,
-against eager and torch.compile. Registered in cli/app.py as `app.command("bench")(bench_cmd)`.
+against eager and torch.compile, each in fp32 and at the platform's reduced precision where
+the policy admits it (the speedup of record names its peer; the fp32-only speedup stands
+beside it). Registered in cli/app.py as `app.command("bench")(bench_cmd)`.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ def _columns() -> tuple[Column, ...]:
         ms("compile_ms", "compile ms"),
         ms("best_ms", "best ms"),
         Column("speedup", show=lambda v: _fmt(v, ".2f") + ("x" if v else "")),
+        Column("peer", show=lambda v: v or "-"),
+        Column("speedup_fp32", "x fp32", show=lambda v: _fmt(v, ".2f") + ("x" if v else "")),
         Column("precision", show=lambda v: v or "-"),
         Column("roofline", show=lambda v: _fmt(v, ".0%")),
         Column("status", show=_status),
@@ -81,8 +85,8 @@ def _columns() -> tuple[Column, ...]:
 
 def _cells(row: Any) -> tuple[Any, ...]:
     why = "" if row.verified else row.message
-    return (row.problem, row.eager_ms, row.compile_ms, row.best_ms, row.speedup, row.precision,
-            row.roofline, row, why)  # fmt: skip
+    return (row.problem, row.eager_ms, row.compile_ms, row.best_ms, row.speedup, row.peer,
+            row.speedup_fp32, row.precision, row.roofline, row, why)  # fmt: skip
 
 
 def _emit(rows: list[Any], fmt: str) -> None:
@@ -102,7 +106,9 @@ def _one_row(row: Any, log: Console) -> None:
             log.print(f"  {row.problem}: {row.message}", highlight=False, markup=False)
         return
     best = f" {row.best_ms:.4f} ms" if row.best_ms is not None else ""
-    speedup = f" {row.speedup:.2f}x" if row.speedup else ""
+    speedup = f" {row.speedup:.2f}x over {row.peer or '?'}" if row.speedup else ""
+    if row.speedup_fp32:
+        speedup += f" ({row.speedup_fp32:.2f}x over fp32)"
     why = f": {row.message}" if not row.verified and row.message else ""
     log.print(f"{row.problem}: {row.status}{best}{speedup}{why}", highlight=False, soft_wrap=True)
 
@@ -375,18 +381,25 @@ def bench_cmd(
         _bench_problem, platform=plat, policy=policy, budget=budget, agent=agent, seed=seed,
         screen=screen, log=log,
     )  # fmt: skip
-    if jobs == 1:
-        for i, problem in enumerate(todo, 1):
-            with log.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
-                finished(*run(problem, evaluator))
-    else:
-        _in_parallel(todo, run, evaluator, jobs, finished)
+    try:
+        if jobs == 1:
+            for i, problem in enumerate(todo, 1):
+                with log.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
+                    finished(*run(problem, evaluator))
+        else:
+            _in_parallel(todo, run, evaluator, jobs, finished)
+    finally:
+        evaluator.close()  # its warm spare child ends now, not when this process does
+    rows.sort(key=lambda r: order.get(r.problem, len(order)))  # the suite's order
     summary, json_path, csv_path = save(rows, complete=True)
     _emit(rows, fmt)
     note(
         f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"
         f" of {summary.problems} ({_fmt(summary.geomean_all, '.2f')}x over all {summary.problems},"
-        f" the others counted as 1.0x); fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
+        f" the others counted as 1.0x), each over its peer of record (the fastest PyTorch setting"
+        f" that passes {policy}); over fp32 eager / compile only "
+        f"{_fmt(summary.geomean_fp32, '.2f')}x ({_fmt(summary.geomean_all_fp32, '.2f')}x over all);"
+        f" fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
         f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
         + (f"; {summary.unrunnable} could not be run" if summary.unrunnable else "")
         + f"\n{json_path}\n{csv_path}",
