@@ -86,10 +86,13 @@ def process_libraries(untrusted: Iterable[str] = ()) -> list[str]:
     return found
 
 
-def system_exports(untrusted: Iterable[str] = ()) -> frozenset[str] | None:
-    """Names the process's system libraries export; None where they cannot be found."""
+def system_exports(
+    untrusted: Iterable[str] = (), libraries: Iterable[str] | None = None
+) -> frozenset[str] | None:
+    """Names the process's system libraries (or `libraries`) export; None where they cannot
+    be found."""
     names: set[str] = set()
-    for path in process_libraries(untrusted):
+    for path in process_libraries(untrusted) if libraries is None else libraries:
         try:
             names.update(s.name for s in elf.read_dynamic(path).symbols if s.defined)
         except (OSError, elf.ElfError):
@@ -122,12 +125,15 @@ class NativeAudit:
         self.watched = tuple(os.path.realpath(p) for p in watched)
         self.reports: dict[str, NativeReport] = {}
         self._system: frozenset[str] | None = None
-        self._system_read = False
+        self._libraries: list[str] | None = None
 
     def system(self) -> frozenset[str] | None:
-        if not self._system_read:
-            self._system = system_exports(self.watched)
-            self._system_read = True
+        """The system libraries' exports, read again when the mapped set changed (an
+        extension may bring one in: libmvec, the CUDA runtime)."""
+        libraries = process_libraries(self.watched)
+        if libraries != self._libraries:
+            self._system = system_exports(libraries=libraries)
+            self._libraries = libraries
         return self._system
 
     def check(self, path: str | Path) -> NativeReport:

@@ -355,3 +355,22 @@ def test_common_honest_cpp_idioms_pass():
     assert ext.idioms(torch.randn(5, 7), torch.randn(3, 7)).shape == (5, 7)
     report = native_audit.check_binary(ext.__file__, native_audit.system_exports())
     assert report.ok, report.message()
+
+
+def test_the_audit_reads_the_system_libraries_again_when_one_is_mapped(monkeypatch):
+    """An extension can bring a system library in (libmvec, the CUDA runtime): its exports
+    count from the next check on; an unchanged set is not read twice."""
+    mapped = [["/usr/lib/libc.so.6"]]
+    reads: list[list[str]] = []
+    monkeypatch.setattr(native_audit, "process_libraries", lambda untrusted=(): mapped[0])
+    monkeypatch.setattr(
+        native_audit,
+        "system_exports",
+        lambda untrusted=(), libraries=None: reads.append(list(libraries)) or frozenset(),
+    )
+    audit = native_audit.NativeAudit()
+    audit.system()
+    audit.system()
+    mapped[0] = ["/usr/lib/libc.so.6", "/usr/lib/libmvec.so.1"]
+    audit.system()
+    assert reads == [["/usr/lib/libc.so.6"], ["/usr/lib/libc.so.6", "/usr/lib/libmvec.so.1"]]
