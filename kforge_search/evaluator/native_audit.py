@@ -74,14 +74,12 @@ def process_libraries(untrusted: Iterable[str] = ()) -> list[str]:
             lines = maps.read().splitlines()
     except OSError:
         return []
-    for line in lines:
-        fields = line.split(None, 5)
-        if len(fields) < 6 or not fields[5].startswith("/"):
+    mapped = dict.fromkeys(f[5] for f in (line.split(None, 5) for line in lines) if len(f) == 6)
+    for name in mapped:
+        if not name.startswith("/") or not SYSTEM_LIBRARY.match(os.path.basename(name)):
             continue
-        path = os.path.realpath(fields[5])
-        if path in found or not SYSTEM_LIBRARY.match(os.path.basename(fields[5])):
-            continue
-        if path.startswith(TRUSTED_ROOTS) and not path.startswith(skip):
+        path = os.path.realpath(name)
+        if path not in found and path.startswith(TRUSTED_ROOTS) and not path.startswith(skip):
             found.append(path)
     return found
 
@@ -152,10 +150,10 @@ class NativeAudit:
                 fields = [line.split(None, 5) for line in maps]
         except OSError:
             return
+        # the kernel writes resolved paths here: a prefix test is enough
         for path in sorted({f[5].strip() for f in fields if len(f) == 6}):
-            real = os.path.realpath(path)
-            if real.startswith(roots) and ".so" in os.path.basename(real):
-                self.check(real)
+            if path.startswith(roots) and ".so" in os.path.basename(path):
+                self.check(path)
 
     def failures(self) -> list[NativeReport]:
         return [r for r in self.reports.values() if not r.ok]
