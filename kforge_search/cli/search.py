@@ -104,12 +104,13 @@ def _load_resume(db: str, ref: str) -> Any:
     """The run to resume, read before the writer actor takes the database file."""
     from kforge_search.cli.common import fail
     from kforge_search.search.resume import ResumeError, load_run
+    from kforge_search.store.connection import StoreLockedError
     from kforge_search.store.reader import Reader
 
     try:
         with Reader.open(db) as reader:
             return load_run(reader, ref)
-    except ResumeError as exc:
+    except (ResumeError, StoreLockedError) as exc:  # they say what to do
         fail(str(exc))
     except Exception as exc:  # a missing or unreadable file
         fail(f"cannot read {db}: {exc}", "pass the --db the run was recorded in")
