@@ -106,10 +106,11 @@ def run_generation(
             ready += [(futures[f], f.result()) for f in done]
             wave.run(ready)
             ready = []
-    except BaseException:
+    except BaseException as exc:
         for future in futures:
             future.cancel()
-        loop.cancel_all()  # the calls in flight end: their threads return at once
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: the whole process stops
+            loop.cancel_all()  # the calls in flight end: their threads return at once
         raise
     finally:
         if pool is not None:

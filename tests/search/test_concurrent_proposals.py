@@ -4,6 +4,7 @@ and the calls of several LLM lineages overlap, up to the concurrency bound."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from kforge_search.agents.base import Draft, Support
 from kforge_search.agents.llm.agent import LLMAgent
 from kforge_search.evaluator.result import EvalResult, Status
+from kforge_search.llm import loop as llm_loop
 from kforge_search.llm.config import LLMConfig
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem, source_hash
@@ -87,6 +89,7 @@ def test_the_calls_of_llm_lineages_overlap_up_to_the_bound(concurrency, least, m
     replies = [Slow(1.5, Say(f"```python\n{CODE.format(i)}```")) for i in range(2)]
     with ScriptedLLM(*replies) as server:
         agent = _llm(server)  # one agent shared by both lineages, as in a search
+        assert agent.provider is not None  # its client made before the clock starts
         lineages = [Lineage(f"llm-{i}", PROBLEM, TRITON, agent, seed=i) for i in range(2)]
         started = time.monotonic()
         steps = run_generation(lineages, Clock(), budget=1, concurrency=concurrency)
@@ -94,3 +97,34 @@ def test_the_calls_of_llm_lineages_overlap_up_to_the_bound(concurrency, least, m
     assert least <= took < most
     assert all(len(s.members) == 1 and s.llm_calls[0].ok for s in steps)
     assert len({s.members[0].candidate_id for s in steps}) == 2
+
+
+def test_an_interrupt_ends_the_calls_in_flight_at_once():
+    reply = Say(f"```python\n{CODE.format(1)}```")
+    with ScriptedLLM(Slow(8.0, reply)) as server:
+        slow = Lineage("slow", PROBLEM, TRITON, _llm(server))
+        quick = Lineage("quick", PROBLEM, TRITON, Quick())
+
+        def interrupt(lineage, step):  # Ctrl-C while the slow lineage waits for its model
+            until = time.monotonic() + 30
+            while not server.seen and time.monotonic() < until:
+                time.sleep(0.05)
+            assert server.seen and _in_flight() == 1
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            run_generation([slow, quick], Clock(), budget=1, on_step=interrupt)
+        until = time.monotonic() + 2.0
+        while _in_flight() and time.monotonic() < until:
+            time.sleep(0.05)
+        assert _in_flight() == 0  # the call was cancelled, not left to run its 8 s
+
+
+def _in_flight() -> int:
+    """LLM calls still running on the process's event loop."""
+
+    async def count() -> int:
+        me = asyncio.current_task()
+        return sum(1 for t in asyncio.all_tasks() if t is not me and not t.done())
+
+    return asyncio.run_coroutine_threadsafe(count(), llm_loop._loop()).result(timeout=5)
