@@ -17,11 +17,11 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from kforge_search.cli.live import Progress
+from kforge_search.cli.output import Column, emit
 
-console = Console()
+console = Console(soft_wrap=True)  # lines whole in a pipe or a log, not wrapped at 80
 
 
 def _records(lineage: Any, step: Any, run_id: str, replayed: set[str]) -> list[Any]:
@@ -108,8 +108,10 @@ def _recommendation(analysis: Any, analyzed: str) -> Any:
     )
 
 
-def _summary(search: Any) -> Table:
-    table = Table("problem", "platform", "lineages", "evaluated", "verified", "best speedup")
+def _summary(search: Any) -> list[tuple[Any, ...]]:
+    """Per (problem, platform): lineages alive and in all, candidates evaluated and verified,
+    the best speedup (SUMMARY's columns)."""
+    rows = []
     groups: dict[tuple[str, str], list[Any]] = {}
     for lineage in search.lineages:
         groups.setdefault((lineage.problem.name, lineage.platform.name), []).append(lineage)
@@ -117,17 +119,26 @@ def _summary(search: Any) -> Table:
         unique = {m.candidate_id: m for lin in lineages for m in lin.members}
         members = list(unique.values())
         good = [m for m in members if m.verified]
-        best = max((m.speedup or 0.0 for m in good), default=None)
+        best = max((m.speedup or 0.0 for m in good), default=0.0) or None
         alive = sum(1 for lin in lineages if lin in search.alive)
-        table.add_row(
-            problem,
-            platform,
-            f"{alive} alive / {len(lineages)}",
-            str(len(members)),
-            str(len(good)),
-            f"{best:.2f}x" if best else "-",
-        )
-    return table
+        rows.append((problem, platform, alive, len(lineages), len(members), len(good), best))
+    return rows
+
+
+SUMMARY = ("problem", "platform", "alive", "lineages", "evaluated", "verified",
+           Column("best_speedup", "best speedup", lambda v: _fmt(v, "{:.2f}x")))  # fmt: skip
+
+
+def _not_runnable(pools: dict[str, Any], problems: list[Any]) -> list[tuple[str, str, str]]:
+    """(problem, platform, why) for each problem whose reference cannot run on a platform
+    (it raised or exceeded a limit): checked on the pools' actors before the search."""
+    from kforge_search.search.suite_bench import short_reason
+
+    found = []
+    for name, pool in pools.items():
+        failed = pool.check_references(problems)
+        found += [(p.name, name, short_reason(failed[p.id])) for p in problems if p.id in failed]
+    return found
 
 
 @dataclass(frozen=True)
@@ -247,14 +258,28 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             **plan.settings,
             **vars(config),
         }
+        for plat in plats:
+            pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config, per_gpu=per_gpu)
+            pools[plat.name].wait_ready()
+        # a problem whose reference cannot run on any platform is left out, with the reason
+        not_runnable = _not_runnable(pools, probs)
+        if not_runnable:
+            settings["not_searched"] = [
+                {"problem": p, "platform": plat, "reason": why} for p, plat, why in not_runnable
+            ]
+            emit(("problem", "platform", "reason"), not_runnable,
+                 title="not searched: the reference cannot run")  # fmt: skip
+        dropped = {p for p, _, _ in not_runnable}
+        dropped = {p for p in dropped if sum(r[0] == p for r in not_runnable) == len(plats)}
+        probs = [p for p in probs if p.name not in dropped]
         run = _run_record("search", json.dumps(settings, default=str))
         writer.add([run])
         writer.flush()  # the run is in the file before its first evaluation
         heart = beats.enter_context(Heartbeat(writer.actor))
         heart.runs.append(run.id)
-        for plat in plats:
-            pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config, per_gpu=per_gpu)
-            pools[plat.name].wait_ready()
+        if not probs:  # the run is recorded, with the reasons, and failed
+            ray.get(writer.actor.finish_run.remote(run.id, "failed"))
+            fail(f"run {run.id}: no problem could be searched, no reference runs", code=1)
         evaluate = {name: pool.evaluate_many for name, pool in pools.items()}
         if resumed is not None:
             evaluate = {n: replaying(e, n, resumed) for n, e in evaluate.items()}
@@ -296,7 +321,7 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             status = "failed"
         writer.flush()
         ray.get(writer.actor.finish_run.remote(run.id, status))
-        console.print(_summary(search))
+        emit(SUMMARY, _summary(search))
         if search.gave_up:
             console.print(
                 f"gave up (no verified kernel in {config.functional_passes} functional passes): "
@@ -358,24 +383,22 @@ def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str, hea
     writer.flush()
     heart.runs.append(run.id)
     winners = remeasure(search.lineages, {n: p.evaluate_many for n, p in pools.items()})
-    table = Table("problem", "platform", "search ms", "again ms", "search x", "again x", "again")
+    rows = []
     for w in winners:
         again = w.measured_again
         writer.add(_evaluation_rows(w.problem, w.member, w.draft, w.again, "optimization", run.id))
-        table.add_row(
-            w.problem.name,
-            w.platform,
-            _fmt(w.member.p50_ms, "{:.4f}"),
-            _fmt(again.p50_ms, "{:.4f}"),
-            _fmt(w.member.speedup, "{:.2f}x"),
-            _fmt(again.speedup, "{:.2f}x"),
-            "confirmed" if w.confirmed else f"NOT confirmed: {w.again.status.value}",
-        )
+        verdict = "confirmed" if w.confirmed else f"NOT confirmed: {w.again.status.value}"
+        rows.append((w.problem.name, w.platform, w.member.p50_ms, again.p50_ms, w.member.speedup,
+                     again.speedup, verdict))  # fmt: skip
     writer.flush()
     ray.get(writer.actor.finish_run.remote(run.id, "finished"))
     if winners:
-        console.print("winners, measured again (fresh process, unseen sizes):")
-        console.print(table)
+        ms = functools.partial(Column, show=lambda v: _fmt(v, "{:.4f}"))
+        x = functools.partial(Column, show=lambda v: _fmt(v, "{:.2f}x"))
+        columns = ("problem", "platform", ms("search_ms", "search ms"),
+                   ms("again_ms", "again ms"), x("search_speedup", "search x"),
+                   x("again_speedup", "again x"), "again")  # fmt: skip
+        emit(columns, rows, title="winners, measured again (fresh process, unseen sizes):")
 
 
 def _evaluation_rows(

@@ -3,8 +3,11 @@
 For every problem the agent proposes a seed draft and then up to budget - 1 more (the
 builtin agent mutates the fastest verified one); each is evaluated, and the fastest draft
 that verified (and generalizes) is the problem's result. Rows report the eager and
-torch.compile times, the best time, the speedup over the faster of the two baselines, the
-GEMM precision and the fraction of the roofline reached (docs/synthesizer.md defines it).
+torch.compile times, the best time, the speedup of record (over the fastest PyTorch setting
+that passes the policy: eager or compile, fp32 or at reduced precision, named in `peer`;
+evaluator/peers.py) with the fp32-only speedup (over the faster of fp32 eager and compile)
+beside it, the GEMM precision and the fraction of the roofline reached (docs/synthesizer.md
+defines it).
 
 A problem that cannot be run gets a row too, with the reason in `message`, and the bench goes
 on: REFERENCE_FAILED (its reference raised or exceeded a limit of the evaluator), AGENT_ERROR
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.agents.base import Agent, Context, Parent
+from kforge_search.evaluator.peers import fastest_fp32, peer_of_record
 from kforge_search.hardware import Peaks
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -35,6 +39,8 @@ FIELDS = (
     "compile_ms",
     "best_ms",
     "speedup",
+    "peer",
+    "speedup_fp32",
     "precision",
     "roofline",
     "attempts",
@@ -61,7 +67,7 @@ class BenchRow:
     eager_ms: float | None = None
     compile_ms: float | None = None
     best_ms: float | None = None
-    speedup: float | None = None  # over the faster of eager and torch.compile
+    speedup: float | None = None  # of record: over `peer`, the fastest admissible setting
     precision: str = ""
     roofline: float | None = None  # fraction of the roofline at `precision`
     attempts: int = 0
@@ -70,13 +76,15 @@ class BenchRow:
     genome: str = ""
     seconds: float = 0.0  # wall clock of the problem's evaluations (baselines included)
     message: str = ""
+    peer: str = ""  # the baseline kind of record, e.g. "compile-tf32" (evaluator/peers.py)
+    speedup_fp32: float | None = None  # over the faster of fp32 eager and fp32 compile
 
 
 @dataclass(frozen=True)
 class BenchSummary:
     problems: int
     verified: int
-    geomean_speedup: float | None  # over the problems with a verified, timed kernel
+    geomean_speedup: float | None  # of record, over the problems with a verified, timed kernel
     fast_0: float  # fraction of problems with a verified kernel
     fast_1: float  # ... and faster than the faster baseline
     fast_1_5: float  # ... and at least 1.5x faster
@@ -85,6 +93,8 @@ class BenchSummary:
     # over every problem, one without a verified, timed kernel counted as 1.0x (the user
     # keeps PyTorch's own there): the figure that unsupported problems cannot flatter
     geomean_all: float | None = None
+    geomean_fp32: float | None = None  # as geomean_speedup, over fp32 eager / compile only
+    geomean_all_fp32: float | None = None  # as geomean_all, over fp32 eager / compile only
 
 
 class BenchError(Exception):
@@ -129,7 +139,8 @@ def load_rows(path: Path, policy: str, platform: str) -> dict[str, BenchRow]:
     try:
         data = json.loads(path.read_text())
         meta = data["meta"]
-        rows = [BenchRow(**row) for row in data["rows"]]
+        # a row from before peers: its speedup was over fp32 eager / compile, no peer named
+        rows = [BenchRow(**{"speedup_fp32": row.get("speedup"), **row}) for row in data["rows"]]
     except (ValueError, KeyError, TypeError) as exc:
         raise BenchError(f"{path} is not a bench.json this version can read: {exc}") from None
     if (meta.get("policy"), meta.get("platform")) != (policy, platform):
@@ -256,8 +267,10 @@ def bench_row(
         )
     timing = best.result.timing
     ms = timing.p50_ms if timing and timing.meaningful else None
-    fastest = min((b for b in (eager, compiled) if b is not None), default=None)
-    speedup = fastest / ms if fastest and ms else None
+    peer = peer_of_record(baselines, best.result.policy)
+    fp32 = fastest_fp32(baselines)
+    speedup = peer.timing.p50_ms / ms if peer and peer.timing and ms else None
+    speedup_fp32 = fp32.timing.p50_ms / ms if fp32 and fp32.timing and ms else None
     roof = None
     if ms and peaks is not None and work is not None:
         roof = roofline_fraction(work.flops, work.min_bytes, ms, peaks, best.draft.precision)
@@ -269,6 +282,8 @@ def bench_row(
         compile_ms=compiled,
         best_ms=ms,
         speedup=speedup,
+        peer=peer.kind if peer and speedup else "",
+        speedup_fp32=speedup_fp32,
         precision=best.draft.precision,
         roofline=roof,
         attempts=len(parents),
@@ -281,14 +296,19 @@ def bench_row(
 
 def unrunnable_row(problem: Problem, status: str, reason: str, seconds: float = 0.0) -> BenchRow:
     """The row of a problem that could not be run: `status` one of UNRUNNABLE, `reason` as
-    the evaluator or the exception gave it, on one line: its first line and, of a longer
-    one (a traceback), its last (the exception)."""
+    the evaluator or the exception gave it (shortened: `short_reason`)."""
     if status not in UNRUNNABLE:
         raise ValueError(f"status {status!r}: use one of {UNRUNNABLE}")
+    return BenchRow(problem.name, status, seconds=seconds, message=short_reason(reason))
+
+
+def short_reason(reason: str, limit: int = 500) -> str:
+    """A failure's text on one line: its first line and, of a longer one (a traceback), its
+    last (the exception)."""
     lines = [" ".join(line.split()) for line in reason.splitlines() if line.strip()]
     if len(lines) > 3:
         lines = [lines[0], "...", lines[-1]]
-    return BenchRow(problem.name, status, seconds=seconds, message=" | ".join(lines)[:500])
+    return " | ".join(lines)[:limit]
 
 
 def _genome_text(genome: Any) -> str:
@@ -301,6 +321,7 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
     n = len(rows)
     verified = [r for r in rows if r.verified]
     speedups = [r.speedup for r in verified if r.speedup]
+    fp32 = [r.speedup_fp32 for r in verified if r.speedup_fp32]
     roofs = [r.roofline for r in verified if r.roofline is not None]
     geomean = _geomean(speedups)
 
@@ -317,6 +338,8 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
         median_roofline=statistics.median(roofs) if roofs else None,
         unrunnable=sum(1 for r in rows if r.status in UNRUNNABLE),
         geomean_all=_geomean(speedups + [1.0] * (n - len(speedups))),
+        geomean_fp32=_geomean(fp32),
+        geomean_all_fp32=_geomean(fp32 + [1.0] * (n - len(fp32))),
     )
 
 

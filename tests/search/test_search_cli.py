@@ -239,3 +239,53 @@ def test_a_wall_clock_budget_stops_the_search_between_generations(tmp_path):
     assert "budget exhausted: wall_clock_s used" in " ".join(out.output.split())
     bad = CliRunner().invoke(app, [*args[:-2], "--max-minutes", "-1", "--db", args[-1]])
     assert bad.exit_code != 0 and "--max-minutes -1: needs > 0" in " ".join(bad.output.split())
+
+
+BROKEN_REFERENCE = '''"""A reference that raises where it runs."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise RuntimeError("this reference is broken on purpose")
+
+
+batch_size = 4
+
+KFORGE_SIZES = {"ci": {"batch_size": 4}}
+
+
+def get_inputs():
+    return [torch.randn(batch_size, 8)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_problem_whose_reference_fails_is_recorded_and_the_search_goes_on(tmp_path):
+    broken = tmp_path / "broken_reference.py"
+    broken.write_text(BROKEN_REFERENCE)
+    db = tmp_path / "k.duckdb"
+    args = ["search", PROBLEMS[0], str(broken), "--platform", "cpu-triton", "--sizes", "ci"]
+    args += ["--lineages", "1", "--generations", "1", "--db", str(db)]
+    out = CliRunner().invoke(app, args)
+    assert out.exit_code == 0, out.output
+    assert "not searched: the reference cannot run" in out.output
+    with Reader.open(db) as reader:
+        (config,) = reader.query("SELECT config FROM runs WHERE kind = 'search'").rows[0]
+        judged = reader.query(
+            "SELECT DISTINCT p.name FROM evaluations e JOIN problems p ON p.id = e.problem_id"
+        ).rows
+    (skipped,) = json.loads(config)["not_searched"]
+    assert skipped["problem"] == "broken_reference" and skipped["platform"] == "cpu-triton"
+    assert "broken on purpose" in skipped["reason"]
+    assert judged == ((PROBLEMS[0],),)  # the other problem was searched
+    alone = CliRunner().invoke(app, [*args[:1], *args[2:]])  # the broken problem alone
+    assert alone.exit_code == 1 and "no problem could be searched" in alone.output
+    with Reader.open(db) as reader:
+        states = reader.query("SELECT status FROM runs WHERE kind = 'search' ORDER BY started_at")
+    assert [s for (s,) in states.rows] == ["finished", "failed"]
