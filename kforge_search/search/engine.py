@@ -63,6 +63,8 @@ class SearchResult:
     forked: tuple[str, ...] = field(default=())
     gave_up: tuple[str, ...] = field(default=())  # retired: no verified kernel in their
     # functional-pass budget
+    agent_errors: tuple[tuple[str, str], ...] = field(default=())  # (lineage id, error):
+    # retired, their agent raised
 
 
 OnStep = Callable[[Lineage, Step], None]
@@ -112,6 +114,7 @@ class Search:
         self.retired: list[Lineage] = []
         self.forked: list[str] = []
         self.gave_up: list[str] = []
+        self.agent_errors: list[tuple[str, str]] = []  # (lineage id, what its agent raised)
         self.known: dict[str, EvalResult] = {}  # every result, by generation.result_key
 
     def _lineage(
@@ -152,6 +155,7 @@ class Search:
             tuple(lin.lineage_id for lin in self.retired),
             tuple(self.forked),
             tuple(self.gave_up),
+            tuple(self.agent_errors),
         )
 
     def generation(self, index: int) -> None:
@@ -186,7 +190,11 @@ class Search:
         if self.on_step is not None:
             self.on_step(lineage, step)
         cfg = self.config
-        if lineage.pass_kind == FUNCTIONAL and lineage.generation >= cfg.functional_passes:
+        if step.agent_error:  # the agent raised: asking it again would raise again
+            self.alive.remove(lineage)
+            self.retired.append(lineage)
+            self.agent_errors.append((lineage.lineage_id, step.agent_error))
+        elif lineage.pass_kind == FUNCTIONAL and lineage.generation >= cfg.functional_passes:
             self.alive.remove(lineage)  # its functional-pass budget is spent
             self.retired.append(lineage)
             self.gave_up.append(lineage.lineage_id)

@@ -43,10 +43,14 @@ class Step:
     # repeat is not evaluated again, but its call was made; its analysis is recorded)
     llm_calls: tuple[LLMCall, ...] = ()  # every LLM call of the step, ok or failed: the
     # calls to charge and record
+    agent_error: str = ""  # the agent raised ("Type: message"): the lineage retires
 
     @property
     def failure(self) -> str:
-        """Why the step has no draft when its LLM calls failed ("" otherwise)."""
+        """Why the step has no draft when the agent raised or its LLM calls failed ("" when
+        it has drafts)."""
+        if self.agent_error:
+            return f"no draft: the agent raised {self.agent_error}"
         failed = [c for c in self.llm_calls if not c.ok]
         if self.members or not failed:
             return ""
@@ -59,6 +63,7 @@ class Proposal:
     proposed: int  # drafts the agent returned, repeats included
     calls: tuple[Draft, ...] = ()  # the returned drafts an LLM call wrote, repeats included
     llm_calls: tuple[LLMCall, ...] = ()  # the LLM calls the agent made, ok or failed
+    agent_error: str = ""  # the agent raised ("Type: message") instead of answering
 
     def counted(self, step: Step) -> Step:
         """The step that recorded this proposal, with what was proposed and repeated."""
@@ -68,6 +73,7 @@ class Proposal:
             repeats=self.proposed - len(self.drafts),
             calls=self.calls,
             llm_calls=self.llm_calls,
+            agent_error=self.agent_error,
         )
 
 
@@ -135,7 +141,11 @@ class Lineage:
             remaining=None if remaining is None else max(remaining, budget),
         )
         with recording() as llm_calls:
-            proposed = self.agent.propose(context)
+            try:
+                proposed = self.agent.propose(context)
+            except Exception as exc:  # a bug of the agent's: this lineage ends, others go on
+                error = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+                return Proposal((), 0, (), tuple(llm_calls), agent_error=error)
         fresh: list[Draft] = []
         for draft in proposed:
             if draft.id not in self._candidate_of and all(d.id != draft.id for d in fresh):

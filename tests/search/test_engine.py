@@ -117,3 +117,35 @@ def test_a_lineage_that_never_verifies_gives_up_after_its_functional_passes():
     assert result.retired == (lineage,) and not search.alive
     with pytest.raises(ValueError, match="functional_passes=0"):
         SearchConfig(functional_passes=0)
+
+
+class _Raises(_NeverRight):
+    """Raises on one problem (a bug of the agent's), writes rejected modules on the others."""
+
+    def propose(self, context):
+        if context.problem.id == PROBLEMS[0].id:
+            raise KeyError("a template the agent lost")
+        return super().propose(context)
+
+
+def test_an_agent_that_raises_retires_its_lineage_and_the_search_goes_on():
+    evaluate_many = sequential(Evaluator(EvalConfig(baselines=(), check_unseen=False)), CPP)
+    steps = []
+    search = Search(
+        PROBLEMS,
+        [CPP],
+        _Raises(),
+        {CPP.name: evaluate_many},
+        SearchConfig(lineages=1, generations=2, functional_passes=5),
+        Budget(max_candidates=10),
+        on_step=lambda lineage, step: steps.append(step),
+    )
+    result = search.run()
+    (raised,) = [s for s in steps if s.agent_error]
+    assert raised.agent_error == "KeyError: 'a template the agent lost'" and not raised.members
+    assert raised.failure == "no draft: the agent raised KeyError: 'a template the agent lost'"
+    ((lineage, error),) = result.agent_errors
+    assert lineage.startswith(PROBLEMS[0].name) and error == raised.agent_error
+    assert lineage in result.retired and not result.gave_up
+    # the other problem's lineage went on: one evaluation in each of the two generations
+    assert [m.problem_id for m in result.members] == [PROBLEMS[1].id] * 2
