@@ -17,11 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import baselines as noise
 from kforge_search.evaluator import ncu
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
 from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.job import PROFILE_ENV, Job
+from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.outcome import (
     describe_exit,
     exit_result,
@@ -79,6 +81,12 @@ class EvalConfig:
     profile: bool = False  # profile verified candidates (advice for the agents, not reward)
     ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
     profile_timeout_s: float = 180.0
+    # verify/time/unseen limits: max(floor, factor x the reference's time per call x calls),
+    # at most the limits above (evaluator/limits.py); factor 0: the limits above as they are
+    limit_factor: float = 50.0
+    limit_floor_s: float = 5.0
+    baseline_spread_limit: float = noise.SPREAD_LIMIT  # p80/p20 above it: timed again
+    baseline_tries: int = 3  # at most this many timings of one noisy baseline
 
     def __post_init__(self) -> None:
         get_policy(self.policy)
@@ -89,6 +97,16 @@ class EvalConfig:
         unknown = set(self.baselines) - {"eager", "compile"}
         if unknown:
             raise ValueError(f"unknown baselines {sorted(unknown)}: use eager and/or compile")
+        if self.limit_factor < 0 or self.limit_floor_s <= 0:
+            raise ValueError(
+                f"limit_factor={self.limit_factor}, limit_floor_s={self.limit_floor_s}: "
+                "need a factor >= 0 (0: fixed limits) and a floor > 0 s"
+            )
+        if self.baseline_spread_limit < 1 or self.baseline_tries < 1:
+            raise ValueError(
+                f"baseline_spread_limit={self.baseline_spread_limit}, baseline_tries="
+                f"{self.baseline_tries}: need a spread limit >= 1 (p80/p20) and >= 1 try"
+            )
 
     def limits(self) -> Limits:
         return Limits(
@@ -114,6 +132,7 @@ class Reference:
     device_name: str
     torch_version: str
     fingerprints: list[Any]  # of the timed runs' outputs, per run
+    per_call_ms: float = 0.0  # a timed run's wall clock: inputs, call, fingerprint (limits.py)
     # per trial, the buffers its forward changed (training mode: BatchNorm's running stats)
     buffers: list[dict[str, Any]] = field(default_factory=list)
 
@@ -191,7 +210,12 @@ class Evaluator:
 
     @contextlib.contextmanager
     def _child(
-        self, job: Job, work: Path, platform: Platform, prefix: tuple[str, ...] = ()
+        self,
+        job: Job,
+        work: Path,
+        platform: Platform,
+        prefix: tuple[str, ...] = (),
+        limits: Limits | None = None,
     ) -> Iterator[Child]:
         path = work / f"{job.mode}-job.json"
         job.dump(path)
@@ -205,7 +229,8 @@ class Evaluator:
         try:
             lock.hold(exclusive=job.mode == "ncu")  # ncu's replays are timed throughout
             spare = self._spares.take(job.device, env) if spares else None
-            with Child(path, work, self.config.limits(), {**env, "TMPDIR": str(work)}, prefix,
+            limits = limits or self.config.limits()
+            with Child(path, work, limits, {**env, "TMPDIR": str(work)}, prefix,
                        spare=spare) as child:  # fmt: skip
                 if spares and job.mode == "candidate":  # it waits for "ready" before timing
                     self._spares.prepare(job.device, env)
@@ -260,6 +285,7 @@ class Evaluator:
                         device_name=info.get("device_name", ""),
                         torch_version=info.get("torch_version", ""),
                         fingerprints=event["fingerprints"],
+                        per_call_ms=float(event.get("per_call_ms", 0.0)),
                         buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
                     )
         assert child.exit is not None
@@ -289,7 +315,7 @@ class Evaluator:
         missing = tuple(k for k in self.config.baselines if k not in found)
         if missing:
             for baseline in self._run_baselines(problem, platform, missing):
-                self._baselines.put(key, baseline)
+                self._baselines.put(key, baseline)  # a noisy one: in memory only (baselines.py)
                 found[baseline.kind] = baseline
         return tuple(found[k] for k in self.config.baselines if k in found)
 
@@ -298,27 +324,23 @@ class Evaluator:
     ) -> list[Baseline]:
         work = Path(tempfile.mkdtemp(prefix="kforge-base-"))
         job = self._job("baseline", problem, platform, work, baseline_kinds=kinds)
-        done: list[Baseline] = []
+        lock = self._lock(job.device)  # held shared by _child
+
+        def alone(exclusive: bool) -> None:  # the timed runs alone on the device
+            if exclusive:
+                self._spares.wait_ready(SPARE_READY_S)
+            lock.hold(exclusive=exclusive)
+
         try:
-            lock = self._lock(job.device)  # held shared by _child
             with self._child(job, work, platform) as child:
-                while (event := child.next_event()) is not None:
-                    if event["type"] == "warm":  # compiled and warmed up: time it alone
-                        self._spares.wait_ready(SPARE_READY_S)
-                        lock.hold(exclusive=True)
-                        child.send("time")
-                    elif event["type"] == "baseline":
-                        lock.hold(exclusive=False)
-                        timing = TimingStats(**event["timing"]) if event.get("timing") else None
-                        done.append(
-                            Baseline(event["kind"], event["ok"], timing, event.get("error", ""))
-                        )
+                timer = noise.BaselineTimer(
+                    kinds, self.config.baseline_spread_limit, self.config.baseline_tries
+                )
+                timer.drive(child, alone)
             assert child.exit is not None
-            why = f"{describe_exit(child.exit)}: {child.exit.output[-1500:]}"
-            done.extend(Baseline(kind, False, error=why) for kind in kinds[len(done) :])
+            return timer.results(f"{describe_exit(child.exit)}: {child.exit.output[-1500:]}")
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        return done
 
     # -- candidates -----------------------------------------------------------------------
     def evaluate_source(self, source: str, problem: Problem, platform: Platform) -> EvalResult:
@@ -391,7 +413,12 @@ class Evaluator:
                     sorted({*ref.buffer_names, *(unseen[1].buffer_names if unseen else ())})
                 ),
             )
-            with self._child(job, work, platform) as child:
+            unseen_ms = unseen[1].per_call_ms if unseen else 0.0
+            limits, used = candidate_limits(
+                self.config, job, ref.per_call_ms, unseen_ms, platform.timing_meaningful
+            )
+            base = replace(base, limits=used)
+            with self._child(job, work, platform, limits=limits) as child:
                 result = self._drive_candidate(child, job, ref, unseen, base)
             clock.extend(child.phases())
         finally:

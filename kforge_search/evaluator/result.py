@@ -67,6 +67,8 @@ class Baseline:
     timing: TimingStats | None = None
     error: str = ""
     cached: bool = False
+    tries: int = 1  # timed this many times: a spread that showed interference was timed again
+    noisy: bool = False  # every try's spread showed interference: used, never cached
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,15 @@ class Artifacts:
     # named reasons for REJECTED (e.g. "static:no-triton-jit"), or for the static check's
     # COMPILE_ERROR ("static:undefined-name")
     reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LimitsUsed:
+    """The time limits the candidate's child ran under (evaluator/limits.py)."""
+
+    stages: tuple[tuple[str, float], ...] = ()  # seconds per stage: build, verify, time, ...
+    reference_ms: float = 0.0  # the reference's time per call they were scaled from
+    scaled: bool = False  # False: the configured limits, as they are
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,7 @@ class EvalResult:
     duration_s: float = 0.0
     profile: Profile | None = None  # the profile stage's, when the evaluator profiles
     phases: Phases = ()  # seconds per phase of duration_s (evaluator/phases.py)
+    limits: LimitsUsed = field(default_factory=LimitsUsed)  # of the candidate's child
 
     @property
     def ok(self) -> bool:
@@ -123,6 +135,7 @@ class EvalResult:
         data = dataclasses.asdict(self)
         data["status"] = self.status.value
         data["sizes"] = dict(self.sizes)
+        data["limits"]["stages"] = dict(self.limits.stages)
         data["speedup_vs_eager"] = self.speedup("eager")
         data["speedup_vs_compile"] = self.speedup("compile")
         return data

@@ -13,6 +13,7 @@ they have ended. One spare per evaluator, for the environment it used last.
 from __future__ import annotations
 
 import tempfile
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -26,6 +27,15 @@ def _key(device: str, env: Mapping[str, str]) -> tuple[str, ...]:
 class Spares:
     def __init__(self) -> None:
         self._spare: tuple[tuple[str, ...], Spawned] | None = None
+        # an evaluator dropped without close(): its spare ends with it, not with this process
+        # (a Popen collected while its process runs is kept alive by subprocess itself)
+        weakref.finalize(self, Spares._end, self.__dict__)
+
+    @staticmethod
+    def _end(state: dict) -> None:
+        spare, state["_spare"] = state.get("_spare"), None
+        if spare is not None:
+            spare[1].kill()
 
     def take(self, device: str, env: Mapping[str, str]) -> Spawned | None:
         """The spare, when it was started for this device and environment (else it goes)."""

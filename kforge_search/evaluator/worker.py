@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import buffers as model_buffers
-from kforge_search.evaluator import guards, native_audit, profile
+from kforge_search.evaluator import compiling, guards, native_audit, profile
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import PROFILE_ENV, Job
@@ -149,7 +149,6 @@ class Guarded:
     ):
         self.job, self.cls, self.model, self.counter = job, cls, model, counter
         self.world, self.integrity, self.native = world, integrity, native
-
 
     def check_harness(self) -> None:
         changed = self.integrity.changed()
@@ -299,6 +298,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
     clocks = capture_clocks(job.device)
     module = exec_problem(job.problem)
     channel.stage("build")
+    compiling.announce(channel.send)  # compiles after the build stage are timed as builds
     guarded = load_guarded(job, module)
     guarded.check_harness()
     guarded.check_world()
@@ -480,13 +480,15 @@ def run_reference(job: Job, channel: Channel) -> None:
                 "or use deterministic ops.",
             )
     warnings = degeneracy_warnings(trials)
+    started = time.perf_counter()  # per call: inputs, the call and its fingerprint (limits.py)
     prints = [
         fingerprint(forward(job_inputs.timing_inputs(module, job, run)), job.timing_seed(run))
         for run in range(job.timed_runs)
     ]
+    per_call_ms = (time.perf_counter() - started) * 1e3 / max(job.timed_runs, 1)
     torch.save(trials, job.outputs_path)
     torch.save(states, model_buffers.buffers_path(job.outputs_path))
-    channel.send("reference", warnings=warnings, fingerprints=prints)
+    channel.send("reference", warnings=warnings, fingerprints=prints, per_call_ms=per_call_ms)
 
 
 def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:
@@ -518,13 +520,15 @@ def run_baselines(job: Job, channel: Channel) -> None:
                 fn(*job_inputs.timing_inputs(module, job, 0))
             synchronize(job.device)
             channel.send("warm", kind=kind)
-            if sys.stdin.readline().strip() != "time":
+            command = sys.stdin.readline().strip()
+            while command == "time":  # "time" again: the parent saw interference in the spread
+                stats, _ = time_model(fn, module, job, clocks, with_prints=False)
+                channel.send("baseline", kind=kind, ok=True, timing=asdict(stats))
+                command = sys.stdin.readline().strip()
+            if command != "next":
                 return
-            stats, _ = time_model(fn, module, job, clocks, with_prints=False)
         except Exception as exc:
             channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
-            continue
-        channel.send("baseline", kind=kind, ok=True, timing=asdict(stats))
 
 
 MODES = {

@@ -21,9 +21,9 @@ import pytest
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
-from kforge_search.procs.tree import command_line, descendants, marked
 from tests.conftest import ROOT
 from tests.evaluator.test_faults import HANGING_COMPILE
+from tests.procs.leftovers import left, named
 
 CHAIN = "level1/10_elementwise_chain"
 LEFTOVERS = ROOT / "tests" / "fixtures" / "leftovers"
@@ -42,22 +42,7 @@ def marked_evaluator() -> Iterator[tuple[Evaluator, str]]:
     finally:
         evaluator.close()
         del os.environ[MARK]
-        assert _left(token) == [], "the evaluator's own processes outlived close()"
-
-
-def _left(token: str, spare: list[int] = (), wait_s: float = 2.0) -> list[str]:
-    """Marked processes other than the evaluator's idle spare (and what runs below it)."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        allowed = {*spare, *(p for s in spare for p in descendants(s))}
-        left = [p for p in marked(MARK, token) if p not in allowed]
-        if not left or time.monotonic() > deadline:
-            return [_describe(p) for p in left]
-        time.sleep(0.1)
-
-
-def _describe(pid: int) -> str:
-    return f"{pid}: {command_line(pid)[:200]}"
+        assert left(MARK, token) == [], "the evaluator's own processes outlived close()"
 
 
 def _evaluate(evaluator: Evaluator, path, platform: str):
@@ -72,7 +57,8 @@ def test_a_compile_hang_leaves_no_compiler_running(marked_evaluator, tmp_path):
     try:
         result = _evaluate(evaluator, path, "cpu-cpp")
         assert result.status is Status.TIMEOUT and result.stage == "build", result.message
-        assert _left(token, evaluator.helper_pids() + marked_evaluator[0].helper_pids()) == []
+        spares = evaluator.helper_pids() + marked_evaluator[0].helper_pids()
+        assert left(MARK, token, spares) == []
     finally:
         evaluator.close()
 
@@ -81,7 +67,7 @@ def test_a_sleeper_double_forked_at_import_is_ended(marked_evaluator):
     evaluator, token = marked_evaluator
     result = _evaluate(evaluator, LEFTOVERS / "python_double_fork.py", "cpu-triton")
     assert result.status in {Status.OK, Status.REJECTED}, result.message
-    assert _left(token, evaluator.helper_pids(), wait_s=0) == []
+    assert left(MARK, token, evaluator.helper_pids(), wait_s=0) == []
 
 
 def test_a_process_forked_from_cpp_is_ended(marked_evaluator):
@@ -89,7 +75,7 @@ def test_a_process_forked_from_cpp_is_ended(marked_evaluator):
     result = _evaluate(evaluator, LEFTOVERS / "cpp_fork.py", "cpu-cpp")
     assert result.status is Status.REJECTED, result.message
     assert "dynamic:spawned-process" in result.artifacts.reasons
-    assert _left(token, evaluator.helper_pids(), wait_s=0) == []
+    assert left(MARK, token, evaluator.helper_pids(), wait_s=0) == []
 
 
 KILLED_EVALUATOR = """
@@ -102,18 +88,6 @@ Evaluator(EvalConfig(baselines=(), check_unseen=False, build_timeout_s=300)).eva
     sys.argv[1], resolve_problem("level1/10_elementwise_chain", size_set="ci"),
     get_platform("cpu-cpp"))
 """
-
-
-def _compilers(token: str) -> list[int]:
-    found = []
-    for pid in marked(MARK, token):
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "cc1plus":
-                    found.append(pid)
-        except OSError:
-            continue
-    return found
 
 
 def test_an_evaluator_killed_mid_build_leaves_nothing(tmp_path):
@@ -130,12 +104,13 @@ def test_an_evaluator_killed_mid_build_leaves_nothing(tmp_path):
     )
     try:
         deadline = time.monotonic() + 120
-        while not _compilers(token) and time.monotonic() < deadline and proc.poll() is None:
+        while not named(MARK, token, "cc1plus") and time.monotonic() < deadline:
+            assert proc.poll() is None, "the evaluator ended before its compile hung"
             time.sleep(0.2)
-        assert _compilers(token), "the hanging compile never started"
+        assert named(MARK, token, "cc1plus"), "the hanging compile never started"
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert _left(token, wait_s=5) == []
+        assert left(MARK, token, wait_s=5) == []
     finally:
         if proc.poll() is None:
             proc.kill()
