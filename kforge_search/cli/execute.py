@@ -203,8 +203,14 @@ def _run_record(kind: str, config: str) -> Any:
                      pid=os.getpid(), heartbeat_at=now)  # fmt: skip
 
 
-def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: int = 1) -> None:
+def execute(
+    plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: int = 1,
+    fmt: str = "table",
+) -> None:  # fmt: skip
+    """Run the plan; `fmt` (cli/output.py): the summary as a table, or as json or csv on
+    stdout with everything else on stderr."""
     _check_db(db)  # before Ray: a bad --db starts nothing and changes nothing
+    out = console if fmt == "table" else Console(stderr=True, soft_wrap=True)
     import ray
 
     from kforge_search.actors.lineage import RemoteLineage
@@ -247,7 +253,7 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             fail(str(exc), "close the process that holds it, or pass another --db" if held else "")
         settled = ray.get(writer.actor.settle_runs.remote())
         if settled:
-            console.print(
+            out.print(
                 f"marked interrupted (their driver had died): {', '.join(settled)}; "
                 "--resume RUN continues one",
                 highlight=False,
@@ -267,7 +273,7 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             settings["not_searched"] = [
                 {"problem": p, "platform": plat, "reason": why} for p, plat, why in not_runnable
             ]
-            emit(("problem", "platform", "reason"), not_runnable,
+            emit(("problem", "platform", "reason"), not_runnable, file=out.file,
                  title="not searched: the reference cannot run")  # fmt: skip
         dropped = {p for p, _, _ in not_runnable}
         dropped = {p for p in dropped if sum(r[0] == p for r in not_runnable) == len(plats)}
@@ -283,7 +289,7 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
         evaluate = {name: pool.evaluate_many for name, pool in pools.items()}
         if resumed is not None:
             evaluate = {n: replaying(e, n, resumed) for n, e in evaluate.items()}
-        progress = Progress(console)
+        progress = Progress(out)
         calls = _Calls()
 
         def on_step(lineage: Any, step: Any) -> None:
@@ -321,22 +327,28 @@ def execute(plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: 
             status = "failed"
         writer.flush()
         ray.get(writer.actor.finish_run.remote(run.id, status))
-        emit(SUMMARY, _summary(search))
+        if fmt == "table":
+            emit(SUMMARY, _summary(search))
         if search.gave_up:
-            console.print(
+            out.print(
                 f"gave up (no verified kernel in {config.functional_passes} functional passes): "
                 + ", ".join(search.gave_up),
                 highlight=False,
             )
-        if status == "finished":
-            _remeasure(search, pools, writer, run.id, heart)
+        for lineage_id, error in search.agent_errors:
+            out.print(f"{lineage_id}: retired, its agent raised {error}", highlight=False)
+        winners = _remeasure(search, pools, writer, run.id, heart) if status == "finished" else []
+        if winners and fmt == "table":
+            emit(WINNERS, winners, title="winners, measured again (fresh process, unseen sizes):")
+        elif fmt != "table":
+            emit(_machine_columns(), _machine_rows(search, winners, not_runnable), fmt)
         if resumed is not None:
-            console.print(
+            out.print(
                 f"resumed run {resumed.run_id}: {len(resumed.replayed)} evaluations replayed "
                 "from the database, not run again",
                 highlight=False,
             )
-        console.print(f"run {run.id}: {failure or stop}; database {db}", highlight=False)
+        out.print(f"run {run.id}: {failure or stop}; database {db}", highlight=False)
     finally:
         beats.close()
         for pool in pools.values():
@@ -371,9 +383,11 @@ def _terminate_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str, heart: Any) -> None:
+def _remeasure(
+    search: Any, pools: dict[str, Any], writer: Any, of_run: str, heart: Any
+) -> list[tuple[Any, ...]]:
     """Every (problem, platform)'s winner evaluated again in a fresh process (and at the
-    unseen sizes), recorded under a run of its own; both figures printed."""
+    unseen sizes), recorded under a run of its own; both figures, as WINNERS' rows."""
     import ray
 
     from kforge_search.search.winners import remeasure
@@ -392,13 +406,37 @@ def _remeasure(search: Any, pools: dict[str, Any], writer: Any, of_run: str, hea
                      again.speedup, verdict))  # fmt: skip
     writer.flush()
     ray.get(writer.actor.finish_run.remote(run.id, "finished"))
-    if winners:
-        ms = functools.partial(Column, show=lambda v: _fmt(v, "{:.4f}"))
-        x = functools.partial(Column, show=lambda v: _fmt(v, "{:.2f}x"))
-        columns = ("problem", "platform", ms("search_ms", "search ms"),
-                   ms("again_ms", "again ms"), x("search_speedup", "search x"),
-                   x("again_speedup", "again x"), "again")  # fmt: skip
-        emit(columns, rows, title="winners, measured again (fresh process, unseen sizes):")
+    return rows
+
+
+_ms = functools.partial(Column, show=lambda v: _fmt(v, "{:.4f}"))
+_x = functools.partial(Column, show=lambda v: _fmt(v, "{:.2f}x"))
+WINNERS = ("problem", "platform", _ms("search_ms", "search ms"), _ms("again_ms", "again ms"),
+           _x("search_speedup", "search x"), _x("again_speedup", "again x"), "again")  # fmt: skip
+
+
+def _machine_columns() -> tuple[Any, ...]:
+    """--format json/csv: one row per (problem, platform), what the tables say together."""
+    return (*SUMMARY, *WINNERS[2:], "agent_errors", "not_searched")
+
+
+def _machine_rows(
+    search: Any, winners: list[tuple[Any, ...]], not_runnable: list[tuple[str, str, str]]
+) -> list[tuple[Any, ...]]:
+    again = {(w[0], w[1]): w[2:] for w in winners}
+    errors: dict[tuple[str, str], list[str]] = {}
+    where = {lin.lineage_id: (lin.problem.name, lin.platform.name) for lin in search.lineages}
+    for lineage_id, error in search.agent_errors:
+        errors.setdefault(where[lineage_id], []).append(error)
+    rows = [
+        (*row, *again.get((row[0], row[1]), (None,) * 5), errors.get((row[0], row[1]), []), None)
+        for row in _summary(search)
+    ]
+    searched = {(r[0], r[1]) for r in rows}
+    blank = (None,) * (len(SUMMARY) - 2 + 5)
+    rows += [(p, plat, *blank, [], why) for p, plat, why in not_runnable
+             if (p, plat) not in searched]  # fmt: skip
+    return rows
 
 
 def _evaluation_rows(

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from kforge_search.cli.db import DEFAULT_DB, DbOpt
+from kforge_search.cli.output import FormatOpt
 
 
 def _provider(model: str, provider: str | None, base_url: str | None) -> str:
@@ -227,10 +228,14 @@ def search_cmd(
             "evaluations replayed (not run again); --generations may extend it"
         ),
     ] = None,
+    fmt: FormatOpt = "table",
 ) -> None:
     """Search for fast kernels: lineages, generations, evolutionary selection, recorded."""
     from kforge_search.cli.common import fail, load, platform_or_fail
     from kforge_search.cli.execute import Plan, execute
+    from kforge_search.cli.output import check_format
+
+    check_format(fmt)
     from kforge_search.evaluator import EvalConfig
     from kforge_search.search.budget import Budget
     from kforge_search.search.engine import SearchConfig
@@ -304,4 +309,5 @@ def search_cmd(
         address=address,
         workers=workers,
         per_gpu=per_gpu,
+        fmt=fmt,
     )

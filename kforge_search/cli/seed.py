@@ -10,11 +10,13 @@ lineages as a cross-platform reference instead. Registered in cli/app.py.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
 import typer
 
 from kforge_search.cli.db import DEFAULT_DB, DbOpt
+from kforge_search.cli.output import FormatOpt
 
 
 def seed_cmd(
@@ -31,16 +33,20 @@ def seed_cmd(
     db: DbOpt = DEFAULT_DB,
     sizes: Annotated[str | None, typer.Option(help="a named size set (e.g. ci)")] = None,
     address: Annotated[str | None, typer.Option(help="join this Ray cluster")] = None,
+    fmt: FormatOpt = "table",
 ) -> None:
     """Search platform Q starting from platform P's best verified kernels in the database."""
     from kforge_search.agents.builtin.genome import describe
     from kforge_search.cli.common import fail, load, platform_or_fail
     from kforge_search.cli.execute import Plan, execute
+    from kforge_search.cli.output import check_format
     from kforge_search.evaluator import EvalConfig
     from kforge_search.platforms import get_platform
     from kforge_search.search.budget import Budget
     from kforge_search.search.engine import SearchConfig
 
+    check_format(fmt)
+    echo = functools.partial(typer.echo, err=fmt != "table")  # json/csv: stdout is the data
     try:  # the source platform need not run here: only its stored kernels are read
         src = get_platform(source)
     except ValueError as exc:
@@ -67,16 +73,16 @@ def seed_cmd(
     else:
         seeds, references = {}, _refs(found)
     how = "first candidates" if same_language else "cross-platform references"
-    typer.echo(f"seeding {dst.name} from {src.name}'s best kernels as {how}:")
+    echo(f"seeding {dst.name} from {src.name}'s best kernels as {how}:")
     for p in probs:
         hit = found[p.id]
-        typer.echo(f"  {p.name}: {hit.candidate_id} ({_speed(hit)} on {hit.device_name})")
+        echo(f"  {p.name}: {hit.candidate_id} ({_speed(hit)} on {hit.device_name})")
         genome = seeds[(p.id, dst.name)][0].genome if seeds else None
         if genome is not None:  # the builtin agent can tune it further
-            typer.echo(f"    builtin genome read back: {describe(genome)}")
+            echo(f"    builtin genome read back: {describe(genome)}")
     settings = {"sizes": sizes, "agent": "builtin", "seeded_from": src.name}
     plan = Plan(probs, [dst], config, budget, eval_config, settings, None, seeds, references)
-    execute(plan, db=db, address=address, workers=workers)
+    execute(plan, db=db, address=address, workers=workers, fmt=fmt)
 
 
 def _best_on(db: str, platform: str, problems: list[Any], device: str | None) -> dict[str, Any]:

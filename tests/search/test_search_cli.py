@@ -272,19 +272,24 @@ def test_a_problem_whose_reference_fails_is_recorded_and_the_search_goes_on(tmp_
     db = tmp_path / "k.duckdb"
     args = ["search", PROBLEMS[0], str(broken), "--platform", "cpu-triton", "--sizes", "ci"]
     args += ["--lineages", "1", "--generations", "1", "--db", str(db)]
-    out = CliRunner().invoke(app, args)
+    out = CliRunner().invoke(app, [*args, "--format", "json"])
     assert out.exit_code == 0, out.output
-    assert "not searched: the reference cannot run" in out.output
+    assert "not searched: the reference cannot run" in out.stderr
+    searched, skipped = json.loads(out.stdout)  # one object per (problem, platform)
+    assert searched["problem"] == PROBLEMS[0] and searched["verified"] >= 1
+    assert searched["again"] == "confirmed" and searched["not_searched"] is None
+    assert skipped["problem"] == "broken_reference" and skipped["evaluated"] is None
+    assert "broken on purpose" in skipped["not_searched"]
     with Reader.open(db) as reader:
         (config,) = reader.query("SELECT config FROM runs WHERE kind = 'search'").rows[0]
         judged = reader.query(
             "SELECT DISTINCT p.name FROM evaluations e JOIN problems p ON p.id = e.problem_id"
         ).rows
-    (skipped,) = json.loads(config)["not_searched"]
-    assert skipped["problem"] == "broken_reference" and skipped["platform"] == "cpu-triton"
-    assert "broken on purpose" in skipped["reason"]
+    (recorded,) = json.loads(config)["not_searched"]
+    assert recorded["problem"] == "broken_reference" and recorded["platform"] == "cpu-triton"
+    assert "broken on purpose" in recorded["reason"]
     assert judged == ((PROBLEMS[0],),)  # the other problem was searched
-    alone = CliRunner().invoke(app, [*args[:1], *args[2:]])  # the broken problem alone
+    alone = CliRunner().invoke(app, ["search", *args[2:]])  # the broken problem alone
     assert alone.exit_code == 1 and "no problem could be searched" in alone.output
     with Reader.open(db) as reader:
         states = reader.query("SELECT status FROM runs WHERE kind = 'search' ORDER BY started_at")
