@@ -207,6 +207,9 @@ def eval_records(
         warnings=result.warnings,
         duration_s=result.duration_s,
         phases=json.dumps(dict(result.phases)),
+        peer=peer.kind if (peer := result.peer()) else None,
+        speedup=result.speedup_of_record,
+        speedup_fp32=result.speedup_fp32,
     )
     candidate = CandidateRecord(
         cid,
@@ -231,6 +234,8 @@ def eval_records(
             p50_ms=b.timing.p50_ms if b.timing else None,
             p80_ms=b.timing.p80_ms if b.timing else None,
             error=b.error,
+            checks=_json([dataclasses.asdict(c) for c in b.checks]),
+            note=b.note,
         )
         for b in result.baselines
     ]

@@ -198,13 +198,19 @@ class EvaluationRecord(Record):
     duration_s: float = 0.0
     created_at: datetime = field(default_factory=utcnow)
     phases: str = "{}"  # JSON: seconds per phase of duration_s, e.g. {"build": 2.1, ...}
+    # the speedup of record: over the fastest PyTorch setting that passes the policy (its
+    # baseline kind in `peer`, e.g. "compile-tf32"); speedup_fp32: over the faster of fp32
+    # eager and fp32 compile (evaluator/peers.py)
+    peer: str | None = None
+    speedup: float | None = None
+    speedup_fp32: float | None = None
 
     def __post_init__(self) -> None:
         _check_id(self)
         _need(self.status in STATUSES, f"status {self.status!r}: use one of {STATUSES}")
         _need(self.precision in PRECISIONS, f"precision {self.precision!r}: use {PRECISIONS}")
         _need(
-            self.status == Status.OK.value or self.speedup_eager is None,
+            self.status == Status.OK.value or (self.speedup_eager is None and self.speedup is None),
             f"evaluation {self.id} has status {self.status} but a speedup: only OK is timed",
         )
 
@@ -216,7 +222,7 @@ class BaselineRecord(Record):
     problem_id: str
     hardware_id: str
     platform: str
-    kind: str  # "eager" or "compile"
+    kind: str  # "eager", "compile", or either at reduced precision: "compile-tf32", ...
     ok: bool
     sizes: str = "{}"
     timing_method: str = ""
@@ -226,10 +232,14 @@ class BaselineRecord(Record):
     p80_ms: float | None = None
     error: str = ""
     created_at: datetime = field(default_factory=utcnow)
+    checks: str = "[]"  # JSON: per policy, passed and the errors against the reference
+    note: str = ""  # why the kind is no peer at all
 
     def __post_init__(self) -> None:
+        from kforge_search.evaluator.peers import split_kind
+
         _check_id(self)
-        _need(self.kind in ("eager", "compile"), f"baseline kind {self.kind!r}: eager or compile")
+        split_kind(self.kind)  # ValueError naming the kinds there are
 
 
 @dataclass(frozen=True)

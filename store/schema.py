@@ -103,6 +103,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE llm_calls ADD COLUMN error VARCHAR",
         ),
     ),
+    Migration(
+        4,
+        "evaluations.peer, speedup, speedup_fp32: the speedup of record over the fastest "
+        "PyTorch setting that passes the policy (eager / compile, fp32 or reduced precision), "
+        "and the fp32-only figure; baselines.checks, note: each kind against the reference",
+        (
+            "ALTER TABLE evaluations ADD COLUMN peer VARCHAR",
+            "ALTER TABLE evaluations ADD COLUMN speedup DOUBLE",
+            "ALTER TABLE evaluations ADD COLUMN speedup_fp32 DOUBLE",
+            "ALTER TABLE baselines ADD COLUMN checks JSON",
+            "ALTER TABLE baselines ADD COLUMN note VARCHAR",
+        ),
+    ),
 )
 LATEST = MIGRATIONS[-1].version
 TABLES = (  # the tables of records; `kernels` is derived from them (store/summary.py)

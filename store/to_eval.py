@@ -2,7 +2,8 @@
 
 The inverse of from_eval.py for what a search needs: status, message, artifacts (the agent's
 feedback), correctness, timing, and the baselines' p50 (rebuilt from the stored speedups:
-speedup = baseline p50 / candidate p50). Baselines rebuilt so are marked `cached`.
+speedup = baseline p50 / candidate p50; the peer of record's too, marked as passing the
+evaluation's policy). Baselines rebuilt so are marked `cached`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kforge_search.evaluator.result import (
     Correctness,
     EvalResult,
     Mismatch,
+    PeerCheck,
     Status,
     TimingStats,
 )
@@ -29,7 +31,7 @@ _COLUMNS = (
     "e.trials_run, e.trials_passed, e.max_abs_err, e.max_rel_err, e.atol, e.rtol, "
     "e.timing_method, e.runs, e.p20_ms, e.p50_ms, e.p80_ms, e.timing_meaningful, "
     "e.speedup_eager, e.speedup_compile, e.generalizes, e.warnings, e.duration_s, e.created_at, "
-    "e.phases"
+    "e.phases, e.peer, e.speedup"
 )
 
 
@@ -70,6 +72,12 @@ def result_from_row(row: dict[str, Any]) -> EvalResult:
             p50 = speedup * timing.p50_ms
             base = TimingStats(timing.method, timing.runs, p50, p50, p50)
             baselines.append(Baseline(kind, True, base, cached=True))
+    peer, speedup = row.get("peer"), row.get("speedup")
+    if peer and peer not in ("eager", "compile") and speedup and timing is not None:
+        p50 = speedup * timing.p50_ms
+        base = TimingStats(timing.method, timing.runs, p50, p50, p50)
+        passed = (PeerCheck(row["policy"], True),)
+        baselines.append(Baseline(peer, True, base, cached=True, checks=passed))
     sizes = json.loads(row["sizes"]) if isinstance(row["sizes"], str) else row["sizes"] or {}
     generalizes = {True: "yes", False: "no"}.get(row["generalizes"], "unchecked")
     return EvalResult(

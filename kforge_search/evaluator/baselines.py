@@ -18,7 +18,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-from kforge_search.evaluator.result import Baseline, TimingStats
+from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
 
 
 def baseline_key(*parts: object) -> str:
@@ -44,7 +44,9 @@ class BaselineCache:
             measured, noisy = self._noisy.get((key, kind), (0.0, None))
             return noisy if time.monotonic() - measured < NOISY_REUSE_S else None
         timing = TimingStats(**entry["timing"]) if entry.get("timing") else None
-        return Baseline(kind, entry["ok"], timing, entry.get("error", ""), cached=True)
+        checks = tuple(PeerCheck(**c) for c in entry.get("checks", ()))
+        return Baseline(kind, entry["ok"], timing, entry.get("error", ""), cached=True,
+                        checks=checks, note=entry.get("note", ""))  # fmt: skip
 
     def put(self, key: str, baseline: Baseline) -> None:
         if baseline.noisy:  # a loaded moment must not set every later speedup
@@ -93,12 +95,16 @@ class BaselineTimer:
         self.kinds, self.limit, self.max_tries = kinds, limit, max_tries
         self.tries: dict[str, list[TimingStats]] = {k: [] for k in kinds}
         self.failed: dict[str, str] = {}
+        self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
 
     def drive(self, child: Any, alone: Callable[[bool], None]) -> None:
         """Events of the child (a sandbox.Child) until it ends; `alone(True)` before timed
         runs, `alone(False)` after them."""
         while (event := child.next_event()) is not None:
-            if event["type"] == "warm":  # compiled and warmed up: time it alone
+            if event["type"] == "check":  # against the reference (peers.py), before timing
+                checks = tuple(PeerCheck(**c) for c in event["checks"])
+                self.checks[event["kind"]] = (checks, event.get("note", ""))
+            elif event["type"] == "warm":  # compiled and warmed up: time it alone
                 alone(True)
                 child.send("time")
             elif event["type"] == "baseline":
@@ -114,10 +120,15 @@ class BaselineTimer:
                 alone(False)
 
     def results(self, why_ended: str) -> list[Baseline]:
-        """One baseline per kind: settled from its tries, else why it has none."""
+        """One baseline per kind: settled from its tries, else why it has none; with its
+        checks against the reference."""
         return [
-            settle(k, self.tries[k], self.limit)
-            if self.tries[k]
-            else Baseline(k, False, error=self.failed.get(k, why_ended))
+            replace(
+                settle(k, self.tries[k], self.limit)
+                if self.tries[k]
+                else Baseline(k, False, error=self.failed.get(k, why_ended)),
+                checks=self.checks.get(k, ((), ""))[0],
+                note=self.checks.get(k, ((), ""))[1],
+            )
             for k in self.kinds
         ]

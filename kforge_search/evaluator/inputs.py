@@ -1,5 +1,6 @@
 """How a job's inputs are drawn, in the evaluator's child: seeded per trial and per timed
-run, placed on the job's device, and for the last trials from a second distribution.
+run, placed on the job's device; after the first trials come trials from a second
+distribution, and last trials of a wider range (where the reference stays finite on them).
 
 worker.py calls these through this module (`job_inputs.make_inputs`), and the harness checks
 their identities here (guards.harness_targets): a candidate that rebinds one is rejected.
@@ -47,10 +48,30 @@ def second_distribution(value: Any) -> Any:
     return value
 
 
+# float inputs of a wide-range trial are scaled by this, per dtype: randn x 100 reaches
+# about +-500, where exp overflows in float32 (softmax without max subtraction: inf / inf);
+# float16 overflows at 65504, so its inputs grow less
+WIDE_SCALE = {"float16": 16.0}
+WIDE_SCALE_DEFAULT = 100.0
+
+
+def wide_range(value: Any) -> Any:
+    """The same draw scaled to a wider range: overflow and cancellation that a randn-sized
+    input never reaches. A trial whose reference goes non-finite here is dropped."""
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        dtype = str(value.dtype).removeprefix("torch.")
+        return value * WIDE_SCALE.get(dtype, WIDE_SCALE_DEFAULT)
+    return value
+
+
 def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
     seed_everything(job.trial_seed(trial))
     inputs = list(module.get_inputs())
-    if trial >= job.trials:
+    if trial >= job.first_wide_trial:
+        inputs = [wide_range(x) for x in inputs]
+    elif trial >= job.trials:
         inputs = [second_distribution(x) for x in inputs]
     return list(to_device(inputs, job.device))
 

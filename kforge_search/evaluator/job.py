@@ -32,6 +32,15 @@ class Job:
     memory_limit_mb: int = 0
     writable: tuple[str, ...] = ()  # folders the candidate may write to
     second_distribution_trials: int = 2
+    # the last trials: inputs of a wider range (inputs.wide_range), where the reference's
+    # outputs stay finite on them (its child says which it kept: Reference.trial_ids)
+    wide_trials: int = 1
+    # candidate and baseline modes: trials the reference dropped (a wide-range trial whose
+    # reference outputs were not finite), at the problem's sizes and at its unseen sizes
+    skip_trials: tuple[int, ...] = ()
+    unseen_skip_trials: tuple[int, ...] = ()
+    # baseline mode: the reference's outputs for the peers' check (evaluator/peers.py)
+    reference_path: str = ""
     # candidate mode: once timed, also verify at these sizes (same trials and seeds) and
     # write those outputs to unseen_outputs_path; None: no such check
     unseen: Problem | None = None
@@ -42,7 +51,16 @@ class Job:
 
     @property
     def total_trials(self) -> int:
+        return self.trials + self.second_distribution_trials + self.wide_trials
+
+    @property
+    def first_wide_trial(self) -> int:
         return self.trials + self.second_distribution_trials
+
+    def kept_trials(self, unseen: bool = False) -> list[int]:
+        """The trials a candidate runs: every one the reference kept."""
+        skip = self.unseen_skip_trials if unseen else self.skip_trials
+        return [t for t in range(self.total_trials) if t not in skip]
 
     def trial_seed(self, trial: int) -> int:
         return self.seed + 1 + trial
@@ -63,6 +81,8 @@ class Job:
         data["baseline_kinds"] = tuple(data["baseline_kinds"])
         data["writable"] = tuple(data["writable"])
         data["buffer_names"] = tuple(data.get("buffer_names", ()))
+        data["skip_trials"] = tuple(data.get("skip_trials", ()))
+        data["unseen_skip_trials"] = tuple(data.get("unseen_skip_trials", ()))
         return cls(**data)
 
 

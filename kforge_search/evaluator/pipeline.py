@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import baselines as noise
-from kforge_search.evaluator import ncu
+from kforge_search.evaluator import ncu, peers
 from kforge_search.evaluator.baselines import BaselineCache, baseline_key
 from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
+from kforge_search.evaluator.exact import Numerics, exact_path
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.outcome import (
@@ -69,6 +70,9 @@ class EvalConfig:
     warmup: int = 10
     timed_runs: int = 50
     baselines: tuple[str, ...] = ("eager", "compile")
+    # each baseline also at the platform's reduced precision (TF32 on CUDA, bf16 matmuls on
+    # CPU), a peer where the policy admits it (evaluator/peers.py)
+    reduced_precision: bool = True
     memory_limit_mb: int = field(default_factory=_default_memory_mb)
     output_limit_bytes: int = 32 * 2**20
     setup_timeout_s: float = 180.0
@@ -94,7 +98,7 @@ class EvalConfig:
             raise ValueError(f"trials={self.trials}: verification needs at least 5 trials")
         if self.timed_runs < 1 or self.warmup < 0:
             raise ValueError(f"timed_runs={self.timed_runs}, warmup={self.warmup}: need >= 1, >= 0")
-        unknown = set(self.baselines) - {"eager", "compile"}
+        unknown = set(self.baselines) - set(peers.MODES)
         if unknown:
             raise ValueError(f"unknown baselines {sorted(unknown)}: use eager and/or compile")
         if self.limit_factor < 0 or self.limit_floor_s <= 0:
@@ -135,6 +139,7 @@ class Reference:
     per_call_ms: float = 0.0  # a timed run's wall clock: inputs, call, fingerprint (limits.py)
     # per trial, the buffers its forward changed (training mode: BatchNorm's running stats)
     buffers: list[dict[str, Any]] = field(default_factory=list)
+    numerics: Numerics = field(default_factory=Numerics)  # trials kept, float64 outputs
 
     @property
     def dtypes(self) -> list[str]:
@@ -159,7 +164,9 @@ def _compare(ref: Reference, outputs_path: str, policy: NumericPolicy) -> Compar
     """A candidate child's verification trials (outputs and buffers) against the reference."""
     outputs = _load_tensors(Path(outputs_path))
     buffers = _load_tensors(Path(buffers_path(outputs_path)))
-    return compare_outputs(ref.outputs, outputs, policy, ref.buffers, buffers)
+    return compare_outputs(
+        ref.outputs, outputs, policy, ref.buffers, buffers, **ref.numerics.compare_args()
+    )
 
 
 class Evaluator:
@@ -287,6 +294,9 @@ class Evaluator:
                         fingerprints=event["fingerprints"],
                         per_call_ms=float(event.get("per_call_ms", 0.0)),
                         buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
+                        numerics=Numerics.from_event(
+                            event, _load_tensors(Path(exact_path(job.outputs_path)))
+                        ),
                     )
         assert child.exit is not None
         raise ProblemError(
@@ -300,6 +310,9 @@ class Evaluator:
     ) -> tuple[Baseline, ...]:
         if not self.config.baselines or not platform.timing_meaningful:
             return ()
+        kinds = peers.kinds_for(
+            self.config.baselines, platform.device_kind, self.config.reduced_precision
+        )
         key = baseline_key(
             problem.id,
             problem.sizes_key,
@@ -310,20 +323,24 @@ class Evaluator:
             self.config.warmup,
             self.config.timed_runs,
             TIMING_VERSION,
+            self.config.trials,  # kinds are checked on the verification trials
+            peers.VERSION,
         )
-        found = {k: b for k in self.config.baselines if (b := self._baselines.get(key, k))}
-        missing = tuple(k for k in self.config.baselines if k not in found)
+        found = {k: b for k in kinds if (b := self._baselines.get(key, k))}
+        missing = tuple(k for k in kinds if k not in found)
         if missing:
-            for baseline in self._run_baselines(problem, platform, missing):
+            for baseline in self._run_baselines(problem, platform, missing, ref):
                 self._baselines.put(key, baseline)  # a noisy one: in memory only (baselines.py)
                 found[baseline.kind] = baseline
-        return tuple(found[k] for k in self.config.baselines if k in found)
+        return tuple(found[k] for k in kinds if k in found)
 
     def _run_baselines(
-        self, problem: Problem, platform: Platform, kinds: tuple[str, ...]
+        self, problem: Problem, platform: Platform, kinds: tuple[str, ...], ref: Reference
     ) -> list[Baseline]:
         work = Path(tempfile.mkdtemp(prefix="kforge-base-"))
-        job = self._job("baseline", problem, platform, work, baseline_kinds=kinds)
+        checked = ref.numerics.save_for_child(ref.outputs, ref.buffers, work)  # peers.py
+        job = self._job("baseline", problem, platform, work, baseline_kinds=kinds,
+                        reference_path=checked, skip_trials=ref.numerics.dropped)  # fmt: skip
         lock = self._lock(job.device)  # held shared by _child
 
         def alone(exclusive: bool) -> None:  # the timed runs alone on the device
@@ -412,6 +429,8 @@ class Evaluator:
                 buffer_names=tuple(
                     sorted({*ref.buffer_names, *(unseen[1].buffer_names if unseen else ())})
                 ),
+                skip_trials=ref.numerics.dropped,
+                unseen_skip_trials=unseen[1].numerics.dropped if unseen else (),
             )
             unseen_ms = unseen[1].per_call_ms if unseen else 0.0
             limits, used = candidate_limits(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kforge_search.evaluator.result import EvalResult, TimingStats
+from kforge_search.evaluator.result import Baseline, EvalResult, TimingStats
 
 _LOG_CHARS = 6000
 
@@ -18,6 +18,30 @@ def _timing(t: TimingStats) -> str:
 def _clip(text: str, chars: int = _LOG_CHARS) -> str:
     text = text.strip()
     return text if len(text) <= chars else f"[... {len(text) - chars} chars ...]\n{text[-chars:]}"
+
+
+def _check(b: Baseline, policy: str) -> str:
+    """What the kind's outputs did under the policy (evaluator/peers.py)."""
+    if b.kind == "eager":
+        return "the reference itself"
+    check = b.check(policy)
+    if check is None:
+        return b.note or "not checked"
+    errors = f"max abs err {check.max_abs_err:.3g}, max rel err {check.max_rel_err:.3g}"
+    if check.passed:
+        return f"passes {policy} ({errors})"
+    return f"fails {policy}: {check.mismatch} ({errors}): no peer"
+
+
+def _peer(r: EvalResult) -> str:
+    """The speedup of record, its peer, and the fp32 figure beside it."""
+    peer, record, fp32 = r.peer(), r.speedup_of_record, r.speedup_fp32
+    if peer is None or record is None:
+        return ""
+    line = f"{record:.2f}x over {peer.kind} (the fastest PyTorch setting that passes {r.policy})"
+    if fp32 is not None:
+        line += f"; fp32 only (the faster of eager and compile): {fp32:.2f}x"
+    return line
 
 
 def format_report(r: EvalResult) -> str:
@@ -36,6 +60,11 @@ def format_report(r: EvalResult) -> str:
         lines.append(
             f"verify:    {c.trials_passed}/{c.trials_run} trials passed, max abs err "
             f"{c.max_abs_err:.3g}, max rel err {c.max_rel_err:.3g}"
+            + (
+                f"; {c.by_float64} elements within tolerance of the float64 result only"
+                if c.by_float64
+                else ""
+            )
         )
     if r.generalizes != "unchecked":
         lines.append(f"unseen:    generalizes to the problem's unseen sizes: {r.generalizes}")
@@ -47,8 +76,11 @@ def format_report(r: EvalResult) -> str:
             ratio = f"  -> speedup {speedup:.2f}x" if speedup else ""
             cached = " (cached)" if b.cached else ""
             lines.append(f"{b.kind + ':':<10} {_timing(b.timing)}{cached}{ratio}")
+            lines.append(f"{'':<10} {_check(b, r.policy)}")
         else:
-            lines.append(f"{b.kind + ':':<10} failed: {b.error}")
+            lines.append(f"{b.kind + ':':<10} not timed: {b.error}")
+    if peer := _peer(r):
+        lines.append(f"peer:      {peer}")
     lines.extend(f"warning:   {w}" for w in r.warnings)
     for title, text in (
         ("compiler log", r.artifacts.compile_log),

@@ -45,6 +45,9 @@ class Correctness:
     max_rel_err: float = 0.0
     atol: float = 0.0
     rtol: float = 0.0
+    # elements outside tolerance of the float32 reference but accepted by the float64 rule
+    # (as close to the float64 result as the reference, and within tolerance of it)
+    by_float64: int = 0
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,21 @@ class TimingStats:
 
 
 @dataclass(frozen=True)
+class PeerCheck:
+    """A baseline kind's outputs on the verification trials against the reference, under
+    one policy (evaluator/peers.py): it is admissible as a peer there only if it passed."""
+
+    policy: str
+    passed: bool
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    mismatch: str = ""  # where it first failed: "trial 7 output 0: values"
+
+
+@dataclass(frozen=True)
 class Baseline:
-    """The reference timed the same way: `kind` is "eager" or "compile"."""
+    """The reference timed the same way: `kind` is "eager" or "compile", or either at the
+    platform's reduced precision ("eager-tf32", "compile-bf16": evaluator/peers.py)."""
 
     kind: str
     ok: bool
@@ -69,6 +85,11 @@ class Baseline:
     cached: bool = False
     tries: int = 1  # timed this many times: a spread that showed interference was timed again
     noisy: bool = False  # every try's spread showed interference: used, never cached
+    checks: tuple[PeerCheck, ...] = ()  # per policy; none for fp32 eager (the reference)
+    note: str = ""  # why a kind is no peer at all (a reduced precision that changes nothing)
+
+    def check(self, policy: str) -> PeerCheck | None:
+        return next((c for c in self.checks if c.policy == policy), None)
 
 
 @dataclass(frozen=True)
@@ -131,6 +152,26 @@ class EvalResult:
             return None
         return base.timing.p50_ms / self.timing.p50_ms
 
+    def peer(self) -> Baseline | None:
+        """The fastest PyTorch setting that passes this result's policy (peers.py)."""
+        from kforge_search.evaluator.peers import peer_of_record
+
+        return peer_of_record(self.baselines, self.policy)
+
+    @property
+    def speedup_of_record(self) -> float | None:
+        """Over the peer of record: the fastest admissible eager / compile, fp32 or reduced."""
+        peer = self.peer()
+        return self.speedup(peer.kind) if peer else None
+
+    @property
+    def speedup_fp32(self) -> float | None:
+        """Over the faster of fp32 eager and fp32 compile (the figure before peers)."""
+        from kforge_search.evaluator.peers import fastest_fp32
+
+        fastest = fastest_fp32(self.baselines)
+        return self.speedup(fastest.kind) if fastest else None
+
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["status"] = self.status.value
@@ -138,4 +179,8 @@ class EvalResult:
         data["limits"]["stages"] = dict(self.limits.stages)
         data["speedup_vs_eager"] = self.speedup("eager")
         data["speedup_vs_compile"] = self.speedup("compile")
+        peer = self.peer()
+        data["peer"] = peer.kind if peer else None
+        data["speedup"] = self.speedup_of_record
+        data["speedup_fp32"] = self.speedup_fp32
         return data

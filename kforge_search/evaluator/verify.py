@@ -2,12 +2,19 @@
 buffers the reference's forward changed (BatchNorm's running statistics in training mode:
 evaluator/buffers.py) with the candidate's buffers of the same names.
 
+An element passes when it is within tolerance of the reference's (float32) output, or, for
+float32 outputs with a float64 reference, when it is at least as close to the float64
+result as the float32 reference is (within SLACK_ULPS) and within tolerance of the float64
+result: a candidate more exact than the reference is never rejected for it. On a
+wide-range trial atol is in units of the outputs' size there (`atol_scales`).
+
 The outputs come from two different child processes; this module only compares them.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,41 +38,84 @@ def _fmt(values: Any) -> str:
     return "[" + ", ".join(f"{float(v):.6g}" for v in values.reshape(-1)) + "]"  # 0-d too
 
 
-def _compare_tensor(expected: Any, actual: Any, policy: NumericPolicy, trial: int, index: int):
-    """(mismatch or None, max abs err, max rel err, atol, rtol) for one output tensor."""
+SLACK_ULPS = 4  # the float64 rule: "as close as the float32 reference", to a few ulps
+
+
+@dataclass(frozen=True)
+class Elements:
+    """One output tensor's comparison: the mismatch, if any, and its errors."""
+
+    mismatch: Mismatch | None
+    max_abs: float
+    max_rel: float
+    atol: float
+    rtol: float
+    by_float64: int = 0  # elements accepted only by the float64 rule
+
+
+def _distance(a: Any, b: Any) -> Any:
+    """|a - b| in float64; equal infinities and NaN against NaN are 0, any other NaN inf."""
+    import torch
+
+    diff = (a - b).abs()
+    same = (a.isnan() & b.isnan()) | (a.isinf() & (a == b))
+    diff = torch.where(same, torch.zeros_like(diff), diff)
+    return torch.nan_to_num(diff, nan=float("inf"))
+
+
+def _float64_rule(a: Any, e: Any, x: Any, atol: float, rtol: float) -> Any:
+    """Elements at least as close to the float64 result `x` as the float32 reference `e`
+    is (to SLACK_ULPS of float32) and within tolerance of `x`."""
+    import torch
+
+    finfo = torch.finfo(torch.float32)
+    to_exact = _distance(a, x)
+    closer = to_exact <= _distance(e, x) + SLACK_ULPS * finfo.eps * x.abs() + finfo.tiny
+    within = to_exact <= atol + rtol * x.abs()
+    return torch.isfinite(x) & closer & within
+
+
+def _compare_tensor(
+    expected: Any,
+    actual: Any,
+    policy: NumericPolicy,
+    trial: int,
+    index: int,
+    exact: Any = None,
+    atol_scale: float = 1.0,
+) -> Elements:
+    """One output tensor against the reference's (and the float64 reference's, if given)."""
     import torch
 
     dtype = str(expected.dtype).removeprefix("torch.")
     atol, rtol = policy.tolerance(dtype)
-    if tuple(actual.shape) != tuple(expected.shape):
-        return (
-            Mismatch(trial, index, "shape", str(tuple(expected.shape)), str(tuple(actual.shape))),
-            float("inf"),
-            float("inf"),
-            atol,
-            rtol,
-        )
-    if actual.dtype != expected.dtype:
-        return (
-            Mismatch(trial, index, "dtype", str(expected.dtype), str(actual.dtype)),
-            float("inf"),
-            float("inf"),
-            atol,
-            rtol,
-        )
+    atol *= atol_scale
+    for reason, want, got in (
+        ("shape", tuple(expected.shape), tuple(actual.shape)),
+        ("dtype", expected.dtype, actual.dtype),
+    ):
+        if want != got:
+            mismatch = Mismatch(trial, index, reason, str(want), str(got))
+            return Elements(mismatch, float("inf"), float("inf"), atol, rtol)
     e = expected.double()
     a = actual.double()
-    diff = (a - e).abs()
-    both_nan = e.isnan() & a.isnan()
-    both_inf = e.isinf() & (a == e)
-    diff = torch.where(both_nan | both_inf, torch.zeros_like(diff), diff)
-    diff = torch.nan_to_num(diff, nan=float("inf"))
-    bad = diff > atol + rtol * e.abs().nan_to_num(posinf=0.0)
-    significant = e.abs() > atol
-    rel = (diff[significant] / e.abs()[significant]).max().item() if significant.any() else 0.0
+    diff = _distance(a, e)
+    size = e.abs().nan_to_num(posinf=0.0)
+    bad = diff > atol + rtol * size
+    by_float64 = torch.zeros_like(bad)
+    usable = exact is not None and dtype == "float32" and tuple(exact.shape) == tuple(e.shape)
+    if usable and bad.any():
+        x = exact.double()
+        by_float64 = bad & _float64_rule(a, e, x, atol, rtol)
+        bad = bad & ~by_float64
+        diff = torch.where(by_float64, _distance(a, x), diff)
+        size = torch.where(by_float64, x.abs(), size)
+    significant = size > atol
+    rel = (diff[significant] / size[significant]).max().item() if significant.any() else 0.0
     max_abs = diff.max().item() if diff.numel() else 0.0
+    n_float64 = int(by_float64.sum().item())
     if not bad.any():
-        return None, max_abs, rel, atol, rtol
+        return Elements(None, max_abs, rel, atol, rtol, n_float64)
     where = bad.nonzero()[:SHOW]
     idx = tuple(tuple(int(i) for i in row) for row in where.tolist())
     reason = "nonfinite" if not torch.isfinite(a[bad]).all() else "values"
@@ -79,7 +129,40 @@ def _compare_tensor(expected: Any, actual: Any, policy: NumericPolicy, trial: in
         n_mismatched=int(bad.sum().item()),
         n_total=bad.numel(),
     )
-    return mismatch, max_abs, rel, atol, rtol
+    return Elements(mismatch, max_abs, rel, atol, rtol, n_float64)
+
+
+def _magnitude(t: Any) -> float:
+    """Mean |x| over the finite elements: an output's size, for the wide-range atol."""
+    import torch
+
+    if not t.is_floating_point():
+        return 0.0
+    finite = t.double().abs()[torch.isfinite(t)]
+    return finite.mean().item() if finite.numel() else 0.0
+
+
+def atol_scales(
+    expected: Sequence[Sequence[Any]], trial_ids: Sequence[int], wide: Sequence[int]
+) -> list[list[float]]:
+    """Per compared trial and output, the factor atol is multiplied by: 1, except on a
+    wide-range trial, where it is that output's size there over its mean size on the
+    other trials (at least 1). Errors of honest float32 arithmetic grow with the values;
+    relative to the output's size the tolerance stays what it was."""
+    base: dict[int, list[float]] = {}
+    for tid, outs in zip(trial_ids, expected, strict=True):
+        if tid not in wide:
+            for i, t in enumerate(outs):
+                base.setdefault(i, []).append(_magnitude(t))
+    scales = []
+    for tid, outs in zip(trial_ids, expected, strict=True):
+        row = []
+        for i, t in enumerate(outs):
+            sizes = base.get(i, [])
+            usual = sum(sizes) / len(sizes) if sizes else 0.0
+            row.append(max(1.0, _magnitude(t) / usual) if tid in wide and usual > 0 else 1.0)
+        scales.append(row)
+    return scales
 
 
 def _compare_buffers(
@@ -90,7 +173,7 @@ def _compare_buffers(
     for name in sorted(expected):
         if name not in actual:
             return Mismatch(trial, 0, "missing", "a buffer", "no such buffer", buffer=name)
-        mismatch = _compare_tensor(expected[name], actual[name], policy, trial, 0)[0]
+        mismatch = _compare_tensor(expected[name], actual[name], policy, trial, 0).mismatch
         if mismatch is not None:
             return replace(mismatch, buffer=name)
     return None
@@ -102,25 +185,39 @@ def compare_outputs(
     policy: NumericPolicy,
     expected_buffers: list[dict[str, Any]] | None = None,
     actual_buffers: list[dict[str, Any]] | None = None,
+    *,
+    exact: Sequence[Sequence[Any]] | None = None,
+    trial_ids: Sequence[int] | None = None,
+    wide: Sequence[int] = (),
 ) -> Comparison:
     """Compare per trial: the outputs, then the buffers the reference's forward changed in
-    that trial (when given). The first mismatch is reported; errors are maxed over outputs."""
+    that trial (when given). The first mismatch is reported; errors are maxed over outputs.
+
+    `exact`: per trial, per output, the float64 reference's output (None where there is
+    none); `trial_ids`: the trial number of each position (the reference may have dropped
+    a wide-range trial); `wide`: the trial numbers of the wide-range trials."""
+    ids = list(trial_ids) if trial_ids is not None else list(range(len(expected)))
+    scales = atol_scales(expected, ids, wide)
     max_abs = max_rel = atol = rtol = 0.0
-    passed = 0
+    passed = by_float64 = 0
     first: Mismatch | None = None
-    for trial, (exp, act) in enumerate(zip(expected, actual, strict=False)):
+    for pos, (exp, act) in enumerate(zip(expected, actual, strict=False)):
+        trial = ids[pos]
         trial_ok = len(exp) == len(act)
         if not trial_ok and first is None:
             first = Mismatch(trial, 0, "count", f"{len(exp)} outputs", f"{len(act)} outputs")
         for index, (e, a) in enumerate(zip(exp, act, strict=False)):
-            mismatch, abs_err, rel_err, atol, rtol = _compare_tensor(e, a, policy, trial, index)
-            max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
-            if mismatch is not None:
+            x = exact[pos][index] if exact is not None and index < len(exact[pos]) else None
+            found = _compare_tensor(e, a, policy, trial, index, x, scales[pos][index])
+            max_abs, max_rel = max(max_abs, found.max_abs), max(max_rel, found.max_rel)
+            atol, rtol = found.atol / scales[pos][index], found.rtol  # the policy's own
+            by_float64 += found.by_float64
+            if found.mismatch is not None:
                 trial_ok = False
-                first = first or mismatch
-        if expected_buffers and trial < len(expected_buffers):
-            theirs = actual_buffers[trial] if actual_buffers and trial < len(actual_buffers) else {}
-            mismatch = _compare_buffers(expected_buffers[trial], theirs, policy, trial)
+                first = first or found.mismatch
+        if expected_buffers and pos < len(expected_buffers):
+            theirs = actual_buffers[pos] if actual_buffers and pos < len(actual_buffers) else {}
+            mismatch = _compare_buffers(expected_buffers[pos], theirs, policy, trial)
             if mismatch is not None:
                 trial_ok = False
                 first = first or mismatch
@@ -134,6 +231,7 @@ def compare_outputs(
         max_rel_err=max_rel,
         atol=atol,
         rtol=rtol,
+        by_float64=by_float64,
     )
     return Comparison(correctness, first)
 

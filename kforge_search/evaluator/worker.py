@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import buffers as model_buffers
-from kforge_search.evaluator import compiling, guards, native_audit, profile
+from kforge_search.evaluator import compiling, exact, guards, native_audit, profile
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import PROFILE_ENV, Job
@@ -304,7 +304,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
     guarded.check_world()
 
     channel.stage("verify")
-    verify_trials(guarded, module, job, job.outputs_path)
+    verify_trials(guarded, module, job, job.outputs_path, job.kept_trials())
     guarded.check_harness()
     channel.send("verified")
     if sys.stdin.readline().strip() != "time":
@@ -349,19 +349,22 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
     if job.device.startswith("cuda"):
         torch.cuda.empty_cache()
     guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world, guarded.native)
-    verify_trials(guarded, module, job, job.unseen_outputs_path)
+    verify_trials(guarded, module, job, job.unseen_outputs_path, job.kept_trials(unseen=True))
     guarded.check_harness()
     guarded.check_world()
     channel.send("unseen")
 
 
-def verify_trials(guarded: Guarded, module: Any, job: Job, outputs_path: str) -> None:
-    """The verification trials on one model, in order: each trial's outputs, and the buffers
-    the reference's forward changes as they stand after it, saved for the parent."""
+def verify_trials(
+    guarded: Guarded, module: Any, job: Job, outputs_path: str, kept: list[int]
+) -> None:
+    """The verification trials the reference kept on one model, in order: each trial's
+    outputs, and the buffers the reference's forward changes as they stand after it, saved
+    for the parent."""
     import torch
 
     trials, states = [], []
-    for trial in range(job.total_trials):
+    for trial in kept:
         outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
         trials.append([t.detach().to("cpu").clone() for t in outputs])
         states.append(model_buffers.reported(guarded.model, job.buffer_names))
@@ -464,11 +467,20 @@ def run_reference(job: Job, channel: Channel) -> None:
         return list(out) if isinstance(out, list | tuple) else [out]
 
     trials, states = [], []  # each trial's outputs, and the buffers its forward changed
+    failed: dict[int, str] = {}  # wide-range trials whose forward raised
+    started = time.perf_counter()
     for i in range(job.total_trials):
         before = model_buffers.snapshot(model)
-        outputs = forward(job_inputs.make_inputs(module, job, i))
+        try:
+            outputs = forward(job_inputs.make_inputs(module, job, i))
+        except Exception as exc:
+            if i < job.first_wide_trial:
+                raise
+            failed[i], outputs = f"{type(exc).__name__}: {exc}"[:200], []
         trials.append([t.detach().to("cpu").clone() for t in outputs])
         states.append(model_buffers.changed(model, before))
+    float32_s = time.perf_counter() - started
+    kept = exact.drop_nonfinite(trials, states, job.first_wide_trial, failed)
     model = build_model(module.Model, module, job)
     again = forward(job_inputs.make_inputs(module, job, 0))
     for first, second in zip(trials[0], again, strict=False):
@@ -480,15 +492,32 @@ def run_reference(job: Job, channel: Channel) -> None:
                 "or use deterministic ops.",
             )
     warnings = degeneracy_warnings(trials)
+    float64, why = exact.float64_run(
+        build_model(module.Model, module, job),
+        lambda t: job_inputs.make_inputs(module, job, t),
+        job.total_trials,
+        kept.trial_ids,
+        trials,
+        job.device,
+        float32_s,
+    )
+    warnings += [*kept.notes, *filter(None, [why])]
     started = time.perf_counter()  # per call: inputs, the call and its fingerprint (limits.py)
     prints = [
         fingerprint(forward(job_inputs.timing_inputs(module, job, run)), job.timing_seed(run))
         for run in range(job.timed_runs)
     ]
     per_call_ms = (time.perf_counter() - started) * 1e3 / max(job.timed_runs, 1)
-    torch.save(trials, job.outputs_path)
-    torch.save(states, model_buffers.buffers_path(job.outputs_path))
-    channel.send("reference", warnings=warnings, fingerprints=prints, per_call_ms=per_call_ms)
+    torch.save([trials[t] for t in kept.trial_ids], job.outputs_path)
+    torch.save([states[t] for t in kept.trial_ids], model_buffers.buffers_path(job.outputs_path))
+    torch.save(float64, exact.exact_path(job.outputs_path))
+    channel.send(
+        "reference",
+        warnings=warnings,
+        fingerprints=prints,
+        per_call_ms=per_call_ms,
+        trials=asdict(kept),
+    )
 
 
 def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:
@@ -507,28 +536,9 @@ def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:
 
 
 def run_baselines(job: Job, channel: Channel) -> None:
-    import torch
+    from kforge_search.evaluator.baseline_child import run_baselines as run
 
-    clocks = capture_clocks(job.device)
-    module = exec_problem(job.problem)
-    for kind in job.baseline_kinds:
-        channel.stage(f"baseline-{kind}")
-        model = build_model(module.Model, module, job)
-        fn = torch.compile(model) if kind == "compile" else model
-        try:
-            with torch.no_grad():  # compiled and warmed up before the parent's exclusive hold
-                fn(*job_inputs.timing_inputs(module, job, 0))
-            synchronize(job.device)
-            channel.send("warm", kind=kind)
-            command = sys.stdin.readline().strip()
-            while command == "time":  # "time" again: the parent saw interference in the spread
-                stats, _ = time_model(fn, module, job, clocks, with_prints=False)
-                channel.send("baseline", kind=kind, ok=True, timing=asdict(stats))
-                command = sys.stdin.readline().strip()
-            if command != "next":
-                return
-        except Exception as exc:
-            channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
+    run(job, channel)
 
 
 MODES = {

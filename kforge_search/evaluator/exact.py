@@ -1,0 +1,181 @@
+"""The reference's numerics (docs/evaluator.md, "Numerics"): its wide-range trials and its
+float64 run.
+
+In the reference's child (worker.run_reference): a wide-range trial (inputs.wide_range)
+whose outputs or changed buffers are not finite is dropped (`drop_nonfinite`), and where
+outputs are float32 the Model runs again in float64 (`float64_run`: built as the
+reference's, `model.double()`, every trial's inputs in float64, in the same order, so
+training-mode state follows the float32 run's). In the parent: `Numerics`, what a
+candidate's outputs are compared with besides the reference's own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FLOAT64_BUDGET = 8.0  # the float64 run stops past max(FLOAT64_MIN_S, this x the float32 run)
+FLOAT64_MIN_S = 10.0
+
+
+def exact_path(outputs_path: str) -> str:
+    """Where the reference's child saves its float64 outputs, beside its outputs."""
+    return f"{outputs_path}.float64"
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """The reference's trials as compared: which (a dropped wide-range trial is not run by
+    candidates), which of them are wide-range, their float64 outputs, and notes (a trial
+    dropped, why there is no float64 reference)."""
+
+    trial_ids: tuple[int, ...] = ()  # empty: every trial, in order
+    wide: tuple[int, ...] = ()
+    dropped: tuple[int, ...] = ()
+    exact: list[list[Any]] | None = None  # per compared trial, per output; None: none
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any], exact: list[list[Any]] | None) -> Numerics:
+        """From the reference child's "reference" event and its float64 outputs."""
+        kept = event.get("trials") or {}
+        return cls(
+            trial_ids=tuple(kept.get("trial_ids", ())),
+            wide=tuple(kept.get("wide", ())),
+            dropped=tuple(kept.get("dropped", ())),
+            exact=exact,
+            notes=tuple(kept.get("notes", ())),
+        )
+
+    def compare_args(self) -> dict[str, Any]:
+        """verify.compare_outputs' keyword arguments."""
+        return {"exact": self.exact, "trial_ids": self.trial_ids or None, "wide": self.wide}
+
+    def save_for_child(
+        self, outputs: list[list[Any]], buffers: list[dict[str, Any]], folder: Path
+    ) -> str:
+        """Saves what a baseline child checks its kinds against (peers.check_kind); its path."""
+        import torch
+
+        path = folder / "reference.pt"
+        ids = list(self.trial_ids or range(len(outputs)))
+        torch.save({"outputs": outputs, "buffers": buffers, "exact": self.exact,
+                    "trial_ids": ids, "wide": list(self.wide)}, path)  # fmt: skip
+        return str(path)
+
+
+@dataclass(frozen=True)
+class Kept:
+    """The child's verdict on its trials: kept ids, the wide ones among them, notes."""
+
+    trial_ids: list[int]
+    wide: list[int]
+    dropped: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _nonfinite(outputs: Sequence[Any], buffers: dict[str, Any]) -> str:
+    import torch
+
+    for i, t in enumerate(outputs):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            return f"output {i}"
+    for name, t in sorted(buffers.items()):
+        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+            return f"buffer {name}"
+    return ""
+
+
+def drop_nonfinite(
+    trials: Sequence[Sequence[Any]],
+    states: Sequence[dict[str, Any]],
+    first_wide: int,
+    failed: dict[int, str],
+) -> Kept:
+    """Every trial, except the wide-range ones whose reference outputs (or changed buffers)
+    are not finite, or whose forward raised (`failed`: trial -> why; its entries in
+    `trials` and `states` are empty)."""
+    kept = Kept([], [])
+    for t in range(len(trials)):
+        if t < first_wide:
+            kept.trial_ids.append(t)
+            continue
+        if t in failed:
+            note = f"the reference raised on it ({failed[t]})"
+        elif what := _nonfinite(trials[t], states[t]):
+            note = f"the reference's {what} is not finite on it"
+        else:
+            kept.trial_ids.append(t)
+            kept.wide.append(t)
+            continue
+        kept.dropped.append(t)
+        kept.notes.append(f"numerics: wide-range trial {t} dropped: {note}")
+    return kept
+
+
+def to_double(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.double() if value.is_floating_point() else value
+    if isinstance(value, list | tuple):
+        return type(value)(to_double(v) for v in value)
+    return value
+
+
+def _rng_states(device: str) -> list[Any]:
+    import torch
+
+    states = [torch.get_rng_state()]
+    if device.startswith("cuda"):
+        states.append(torch.cuda.get_rng_state())
+    return states
+
+
+def float64_run(
+    model: Any,
+    inputs_of: Callable[[int], list[Any]],
+    total: int,
+    keep: Sequence[int],
+    float32_outputs: Sequence[Sequence[Any]],
+    device: str,
+    float32_s: float,
+) -> tuple[list[list[Any]] | None, str]:
+    """(per kept trial, per output: the float64 output for a float32 output, else None;
+    "") or (None, why there is none). `model` is built as the reference's; every trial
+    runs, in order; `float32_outputs` are the reference's, per trial (all of them)."""
+    import torch
+
+    wanted = [t.dtype == torch.float32 for t in float32_outputs[0]]
+    if not any(wanted):
+        return None, ""  # no float32 output: nothing to judge against float64
+    why = "numerics: no float64 reference: "
+    budget = max(FLOAT64_MIN_S, FLOAT64_BUDGET * float32_s)
+    started = time.monotonic()
+    exact: list[list[Any]] = []
+    try:
+        model = model.double()
+        for t in range(max(keep, default=-1) + 1):  # a dropped trial still runs: state
+            inputs = to_double(inputs_of(t))  # drawn (seeded) before the state is read
+            before = _rng_states(device)
+            with torch.no_grad():
+                out = model(*inputs)
+            outs = list(out) if isinstance(out, list | tuple) else [out]
+            if any(not torch.equal(a, b) for a, b in zip(before, _rng_states(device), strict=True)):
+                return None, why + "the forward draws random numbers (in float64, others)"
+            if t in keep:
+                ref = float32_outputs[t]
+                shapes = [tuple(o.shape) for o in outs] == [tuple(r.shape) for r in ref]
+                if not shapes:
+                    return None, why + "the float64 run's outputs differ in number or shape"
+                exact.append([o.detach().double().cpu() if w else None
+                              for o, w in zip(outs, wanted, strict=True)])  # fmt: skip
+            if time.monotonic() - started > budget:
+                return None, why + f"the float64 run took over {budget:.0f} s"
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return None, why + f"the model does not run in float64 ({type(exc).__name__}: {first})"
+    return exact, ""

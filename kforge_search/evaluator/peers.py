@@ -1,0 +1,163 @@
+"""The peers a candidate's speedup is measured against (docs/evaluator.md, "Peers").
+
+A peer is a baseline kind: a mode (`eager`, `compile`) and a precision, `fp32` or the
+platform's reduced one: `tf32` on CUDA (TF32 matmuls and convolutions, float32 matmul
+precision "high") and `bf16` on CPU (float32 matmul precision "medium": oneDNN may compute
+float32 matmuls in bfloat16). Kinds are named "eager", "compile", "eager-tf32", ...
+
+Every kind but fp32 eager (the reference itself) is verified in the baseline child on the
+verification trials' inputs against the reference, with verify.compare_outputs, under each
+policy (`PeerCheck`). A reduced kind whose outputs are bitwise the reference's changes
+nothing on the problem: it is no peer. A kind is admissible under a policy when it passed
+there; the speedup of record is over the fastest admissible kind (`peer_of_record`), and
+the fp32 figure (the faster of fp32 eager and fp32 compile, unchecked, as before) stays
+beside it (`fastest_fp32`). Selection is pure; the child's side is `check_kind`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from typing import Any
+
+from kforge_search.evaluator.result import Baseline, PeerCheck
+
+MODES = ("eager", "compile")
+FP32 = "fp32"
+REDUCED = {"cuda": "tf32", "cpu": "bf16"}  # by torch device type
+# in the baseline cache key: entries timed before kinds were checked are not reused
+VERSION = 1
+SAME = "changes no output of this problem (bitwise the reference's on every trial): no peer"
+
+
+def kind_name(mode: str, precision: str = FP32) -> str:
+    return mode if precision == FP32 else f"{mode}-{precision}"
+
+
+def split_kind(kind: str) -> tuple[str, str]:
+    """("compile", "tf32") from "compile-tf32"; ("eager", "fp32") from "eager"."""
+    mode, _, precision = kind.partition("-")
+    if mode not in MODES or precision not in ("", *REDUCED.values()):
+        raise ValueError(
+            f"unknown baseline kind {kind!r}: use {', '.join(MODES)}, optionally with "
+            f"-{' or -'.join(sorted(set(REDUCED.values())))}"
+        )
+    return mode, precision or FP32
+
+
+def kinds_for(modes: Sequence[str], device: str, reduced: bool) -> tuple[str, ...]:
+    """The kinds to time for these fp32 modes on a device ("cuda", "cpu"): the modes, then
+    each again at the device's reduced precision when asked (and it has one)."""
+    precision = REDUCED.get(device.split(":")[0]) if reduced else None
+    return (*modes, *(kind_name(m, precision) for m in modes if precision))
+
+
+@contextlib.contextmanager
+def precision(name: str) -> Iterator[None]:
+    """torch's float32 matmul and convolution settings for a precision, restored after."""
+    import torch
+
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    saved = (matmul.allow_tf32, cudnn.allow_tf32, torch.get_float32_matmul_precision())
+    try:
+        if name == "tf32":
+            matmul.allow_tf32 = cudnn.allow_tf32 = True
+            torch.set_float32_matmul_precision("high")
+        elif name == "bf16":
+            torch.set_float32_matmul_precision("medium")
+        elif name != FP32:
+            raise ValueError(f"unknown precision {name!r}: use fp32, tf32 or bf16")
+        yield
+    finally:
+        torch.set_float32_matmul_precision(saved[2])
+        matmul.allow_tf32, cudnn.allow_tf32 = saved[0], saved[1]
+
+
+# -- the baseline child's side ----------------------------------------------------------
+
+
+def same_outputs(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]]) -> bool:
+    """Bitwise the same outputs (NaN where NaN) on every trial."""
+    import torch
+
+    def same(e: Any, a: Any) -> bool:
+        return e.shape == a.shape and e.dtype == a.dtype and torch.equal(
+            e.nan_to_num(), a.nan_to_num()
+        ) and torch.equal(e.isnan(), a.isnan())  # fmt: skip
+
+    return len(expected) == len(actual) and all(
+        len(e) == len(a) and all(same(x, y) for x, y in zip(e, a, strict=True))
+        for e, a in zip(expected, actual, strict=True)
+    )
+
+
+def check_kind(
+    run_trials: Callable[[], tuple[list[list[Any]], list[dict[str, Any]]]],
+    reference: dict[str, Any],
+    reduced: bool,
+) -> tuple[tuple[PeerCheck, ...], str]:
+    """(checks under each policy, note) for one kind: `run_trials` gives its outputs and
+    buffers on the reference's trials; `reference` is what pipeline wrote for the child
+    (outputs, buffers, exact, trial_ids, wide). A reduced kind bitwise equal to the
+    reference gets no checks and the note SAME."""
+    from kforge_search.evaluator.policy import POLICIES
+    from kforge_search.evaluator.verify import compare_outputs
+
+    outputs, buffers = run_trials()
+    if reduced and same_outputs(reference["outputs"], outputs):
+        return (), SAME
+    checks = []
+    for name, policy in POLICIES.items():
+        found = compare_outputs(
+            reference["outputs"],
+            outputs,
+            policy,
+            reference["buffers"],
+            buffers,
+            exact=reference["exact"],
+            trial_ids=reference["trial_ids"],
+            wide=reference["wide"],
+        )
+        c, m = found.correctness, found.mismatch
+        why = "" if m is None else f"trial {m.trial} output {m.output_index}: {m.reason}"
+        checks.append(PeerCheck(name, found.ok, c.max_abs_err, c.max_rel_err, why))
+    return tuple(checks), ""
+
+
+# -- selection (pure) -------------------------------------------------------------------
+
+
+def _timed(b: Baseline) -> bool:
+    return b.ok and b.timing is not None and b.timing.meaningful and b.timing.p50_ms > 0
+
+
+def admissible(b: Baseline, policy: str) -> bool:
+    """Whether a timed kind may be the peer of record under `policy`: fp32 eager (the
+    reference) always; a kind checked under the policy if it passed; an unchecked fp32
+    kind (cached before kinds were checked) as before; an unchecked reduced kind never."""
+    if not _timed(b):
+        return False
+    mode, precision = split_kind(b.kind)
+    if (mode, precision) == ("eager", FP32):
+        return True
+    check = b.check(policy)
+    if check is None:
+        return precision == FP32 and not b.note
+    return check.passed
+
+
+def peer_of_record(baselines: Sequence[Baseline], policy: str) -> Baseline | None:
+    """The fastest admissible kind (by p50), None when none was timed."""
+    found = [b for b in baselines if admissible(b, policy)]
+    return min(found, key=lambda b: b.timing.p50_ms if b.timing else 0.0, default=None)
+
+
+def fastest_fp32(baselines: Sequence[Baseline]) -> Baseline | None:
+    """The faster of fp32 eager and fp32 compile, as the speedup was reported before peers."""
+    found = [b for b in baselines if b.kind in MODES and _timed(b)]
+    return min(found, key=lambda b: b.timing.p50_ms if b.timing else 0.0, default=None)
+
+
+def with_checks(baseline: Baseline, checks: tuple[PeerCheck, ...], note: str) -> Baseline:
+    return replace(baseline, checks=checks, note=note)
