@@ -8,6 +8,6 @@ from pathlib import Path
 
 def cache_dir() -> Path:
     root = os.environ.get("KFORGE_CACHE_DIR") or Path.home() / ".cache" / "kforge"
-    path = Path(root)
+    path = Path(root).absolute()  # children work in folders of their own: never relative
     path.mkdir(parents=True, exist_ok=True)
     return path
