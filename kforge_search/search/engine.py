@@ -1,7 +1,10 @@
 """The search loop: lineages per (problem, platform), grown a generation at a time.
 
-Each generation every live lineage proposes and all drafts of a platform are evaluated
-together (its `evaluate_many`: a Ray evaluator pool in a search). Between generations the
+Each generation every live lineage proposes (LLM lineages side by side) and the drafts of a
+platform are evaluated as the proposals arrive (its `evaluate_many`: a Ray evaluator pool in
+a search; generation.py), each lineage's step charged to the budget (evaluations, every LLM
+call) and reported as soon as its results are in. Each agent is told the evaluations the
+search has left for its lineage. Between generations the
 lineages of each (problem, platform) are judged: the strongest fork (a new lineage starts
 from its best member), the weakest retire (`lineages.plan_lineages`). Every lineage is
 offered the best verified kernels of the same problem on the other platforms as references
