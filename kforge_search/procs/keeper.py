@@ -8,10 +8,13 @@ reaps it, when
 
 - CMD ends (a process CMD left running would outlive the job otherwise),
 - the evaluator asks (SIGTERM or SIGHUP: the evaluator's kill),
-- the evaluator goes away (killed: this process's parent changes; checked twice a second).
+- the evaluator goes away (killed: its parent changes; checked twice a second).
 
-Then it exits as CMD did (CMD's exit code, or the signal that ended CMD), so the evaluator
-reads CMD's own status from it. It holds none of CMD's pipes and prints nothing.
+The process the evaluator starts is a stub: it forks the keeper proper and relays to it.
+A Ray worker kills its direct children with SIGKILL when its actor is killed, and a keeper
+killed so could end nothing; the keeper below the stub sees the stub go and ends the tree.
+Both exit as CMD did (CMD's exit code, or the signal that ended CMD), so the evaluator
+reads CMD's own status. Neither holds CMD's pipes nor prints anything.
 """
 
 from __future__ import annotations
@@ -29,9 +32,40 @@ PARENT_CHECK_S = 0.5
 KILL_LIMIT_S = 30.0  # a process in uninterruptible sleep (a GPU driver's teardown) may take this
 
 
+class Stub:
+    """The evaluator's direct child: forks the keeper, forwards the evaluator's request to
+    end (or the evaluator's death) to it, and exits as it did."""
+
+    def __init__(self) -> None:
+        self.parent = os.getppid()
+        self.keeper = 0
+        self.mask: set[signal.Signals] = set()  # before WAKE was blocked: CMD's
+
+    def start(self) -> bool:
+        """Fork the keeper; True in the keeper, False in the stub."""
+        self.mask = signal.pthread_sigmask(signal.SIG_BLOCK, WAKE)
+        self.keeper = os.fork()
+        return self.keeper == 0
+
+    def relay(self) -> int | None:
+        """Until the keeper ends; its wait status."""
+        _let_go_of_pipes()
+        asked = False
+        while True:
+            info = signal.sigtimedwait(WAKE, PARENT_CHECK_S)
+            gone = os.getppid() != self.parent
+            if not asked and (gone or (info is not None and info.si_signo != signal.SIGCHLD)):
+                asked = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.keeper, signal.SIGTERM)
+            pid, status = os.waitpid(self.keeper, os.WNOHANG)
+            if pid == self.keeper:
+                return status
+
+
 class Keeper:
-    def __init__(self, cmd: list[str]):
-        self.cmd = cmd
+    def __init__(self, cmd: list[str], mask: set[signal.Signals]):
+        self.cmd, self.mask = cmd, mask
         self.parent = os.getppid()
         self.child = 0
         self.status: int | None = None  # CMD's wait status, once reaped
@@ -39,10 +73,9 @@ class Keeper:
     def start(self) -> None:
         become_subreaper()
         make_undumpable()
-        previous = signal.pthread_sigmask(signal.SIG_BLOCK, WAKE)
         self.child = os.fork()
         if self.child == 0:  # CMD: the signal mask survives exec, so put it back first
-            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
             try:
                 os.execvp(self.cmd[0], self.cmd)
             finally:
@@ -114,7 +147,11 @@ def main(argv: list[str]) -> None:
     if len(argv) < 2:
         print("Error: no command: python -S -m kforge_search.procs.keeper CMD...", file=sys.stderr)
         sys.exit(2)
-    keeper = Keeper(argv[1:])
+    make_undumpable()
+    stub = Stub()
+    if not stub.start():
+        exit_as(stub.relay())
+    keeper = Keeper(argv[1:], stub.mask)
     keeper.start()
     keeper.wait()
     keeper.end_all()

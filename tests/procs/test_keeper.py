@@ -58,7 +58,7 @@ def test_what_the_command_leaves_behind_ends_with_it_and_its_code_is_kept():
 def test_asked_to_end_it_kills_the_tree_and_dies_of_sigkill_like_the_command():
     token = uuid.uuid4().hex
     keeper = _keeper(token, "wait")
-    assert len(_wait_for(token, 5)) >= 5  # keeper, sh, two sleepers, the setsid shell
+    assert len(_wait_for(token, 6)) >= 6  # stub, keeper, sh, the sleepers, the setsid shell
     started = time.monotonic()
     keeper.send_signal(signal.SIGTERM)
     assert keeper.wait(timeout=20) == -signal.SIGKILL
@@ -79,9 +79,20 @@ def test_when_its_parent_is_killed_the_tree_ends():
         env=_env(token),
         start_new_session=True,
     )
-    assert len(_wait_for(token, 6)) >= 6
+    assert len(_wait_for(token, 7)) >= 7
     parent.kill()  # SIGKILL: the evaluator (here a shell) cannot clean up
     parent.wait()
+    assert _none_left(token) == []
+
+
+def test_when_the_keeper_itself_gets_sigkill_the_tree_ends():
+    """A Ray worker kills its direct children with SIGKILL when its actor is killed: the
+    process the evaluator started is a stub, and the keeper below it ends the tree."""
+    token = uuid.uuid4().hex
+    keeper = _keeper(token, "wait")
+    assert len(_wait_for(token, 6)) >= 6  # stub, keeper, sh, the sleepers, the setsid shell
+    keeper.kill()
+    keeper.wait()
     assert _none_left(token) == []
 
 
