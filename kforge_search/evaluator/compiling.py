@@ -20,6 +20,7 @@ Send = Callable[..., None]
 
 # (module, class or "", attribute): where a compile (or an autotuner's trial runs) starts
 TARGETS = (
+    ("triton.compiler", "", "compile"),  # what JITFunction imports when it first runs (3.x)
     ("triton.runtime.jit", "JITFunction", "_do_compile"),
     ("triton.runtime.autotuner", "Autotuner", "_bench"),
     ("torch.utils.cpp_extension", "", "load_inline"),
