@@ -150,7 +150,11 @@ def test_baseline_times_eager_and_compile_then_caches():
     again = runner.invoke(app, [*args, "--format", "json"])
     assert again.exit_code == 0, again.output
     rows = json.loads(again.stdout)
-    assert [(r["baseline"], r["cached"]) for r in rows] == [("eager", True), ("compile", True)]
+    assert [(r["baseline"], r["cached"]) for r in rows] == [
+        ("eager", True), ("compile", True), ("eager-bf16", True), ("compile-bf16", True),
+    ]  # fmt: skip
+    assert rows[1]["passes"] == ["strict", "loose"]  # compile checked against the reference
+    assert "changes no output" in rows[2]["error"]  # no matmul: bf16 is no peer here
 
 
 def test_eval_records_its_result_in_the_database(tmp_path):

@@ -34,25 +34,45 @@ class Numerics:
 
     trial_ids: tuple[int, ...] = ()  # empty: every trial, in order
     wide: tuple[int, ...] = ()
+    plain: tuple[int, ...] = ()  # the first distribution's trials, which wide ones scale
     dropped: tuple[int, ...] = ()
     exact: list[list[Any]] | None = None  # per compared trial, per output; None: none
     notes: tuple[str, ...] = ()
+    # per output, the float32 reference's largest distance to the float64 one on the plain
+    # trials: the timed runs' fingerprints (first-distribution inputs) allow it beside atol
+    float32_error: tuple[float, ...] = ()
 
     @classmethod
-    def from_event(cls, event: dict[str, Any], exact: list[list[Any]] | None) -> Numerics:
-        """From the reference child's "reference" event and its float64 outputs."""
+    def from_event(
+        cls, event: dict[str, Any], exact: list[list[Any]] | None, outputs: list[list[Any]]
+    ) -> Numerics:
+        """From the reference child's "reference" event, its float64 outputs and its
+        outputs (per compared trial)."""
         kept = event.get("trials") or {}
+        ids = list(kept.get("trial_ids", ())) or list(range(len(outputs)))
+        plain = tuple(kept.get("plain", ()))
+        error = [0.0] * (len(outputs[0]) if outputs else 0)
+        for pos, tid in enumerate(ids):
+            if exact is None or tid not in plain:
+                continue
+            for i, (ref32, ref64) in enumerate(zip(outputs[pos], exact[pos], strict=True)):
+                if ref64 is not None:
+                    far = (ref32.double() - ref64).abs().nan_to_num(nan=0.0, posinf=0.0)
+                    error[i] = max(error[i], far.max().item() if far.numel() else 0.0)
         return cls(
             trial_ids=tuple(kept.get("trial_ids", ())),
             wide=tuple(kept.get("wide", ())),
+            plain=plain,
             dropped=tuple(kept.get("dropped", ())),
             exact=exact,
             notes=tuple(kept.get("notes", ())),
+            float32_error=tuple(error),
         )
 
     def compare_args(self) -> dict[str, Any]:
         """verify.compare_outputs' keyword arguments."""
-        return {"exact": self.exact, "trial_ids": self.trial_ids or None, "wide": self.wide}
+        return {"exact": self.exact, "trial_ids": self.trial_ids or None, "wide": self.wide,
+                "plain": self.plain or None}  # fmt: skip
 
     def save_for_child(
         self, outputs: list[list[Any]], buffers: list[dict[str, Any]], folder: Path
@@ -63,16 +83,19 @@ class Numerics:
         path = folder / "reference.pt"
         ids = list(self.trial_ids or range(len(outputs)))
         torch.save({"outputs": outputs, "buffers": buffers, "exact": self.exact,
-                    "trial_ids": ids, "wide": list(self.wide)}, path)  # fmt: skip
+                    "trial_ids": ids, "wide": list(self.wide),
+                    "plain": list(self.plain) or None}, path)  # fmt: skip
         return str(path)
 
 
 @dataclass(frozen=True)
 class Kept:
-    """The child's verdict on its trials: kept ids, the wide ones among them, notes."""
+    """The child's verdict on its trials: kept ids, the wide ones and the first
+    distribution's among them, the dropped ones and why."""
 
     trial_ids: list[int]
     wide: list[int]
+    plain: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -94,11 +117,12 @@ def drop_nonfinite(
     states: Sequence[dict[str, Any]],
     first_wide: int,
     failed: dict[int, str],
+    plain_trials: int,
 ) -> Kept:
     """Every trial, except the wide-range ones whose reference outputs (or changed buffers)
     are not finite, or whose forward raised (`failed`: trial -> why; its entries in
-    `trials` and `states` are empty)."""
-    kept = Kept([], [])
+    `trials` and `states` are empty). The first `plain_trials` are the first distribution's."""
+    kept = Kept([], [], plain=list(range(min(plain_trials, first_wide))))
     for t in range(len(trials)):
         if t < first_wide:
             kept.trial_ids.append(t)

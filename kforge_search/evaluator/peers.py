@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 from kforge_search.evaluator.result import Baseline, PeerCheck
@@ -118,6 +117,7 @@ def check_kind(
             exact=reference["exact"],
             trial_ids=reference["trial_ids"],
             wide=reference["wide"],
+            plain=reference.get("plain"),
         )
         c, m = found.correctness, found.mismatch
         why = "" if m is None else f"trial {m.trial} output {m.output_index}: {m.reason}"
@@ -157,7 +157,3 @@ def fastest_fp32(baselines: Sequence[Baseline]) -> Baseline | None:
     """The faster of fp32 eager and fp32 compile, as the speedup was reported before peers."""
     found = [b for b in baselines if b.kind in MODES and _timed(b)]
     return min(found, key=lambda b: b.timing.p50_ms if b.timing else 0.0, default=None)
-
-
-def with_checks(baseline: Baseline, checks: tuple[PeerCheck, ...], note: str) -> Baseline:
-    return replace(baseline, checks=checks, note=note)

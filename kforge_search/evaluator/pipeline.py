@@ -286,17 +286,17 @@ class Evaluator:
                 elif event["type"] == "fail":
                     raise ProblemError(f"{problem.name}: {event['message']}")
                 elif event["type"] == "reference":
+                    outputs = _load_tensors(Path(job.outputs_path))
+                    exact = _load_tensors(Path(exact_path(job.outputs_path)))
                     return Reference(
-                        outputs=_load_tensors(Path(job.outputs_path)),
+                        outputs=outputs,
                         warnings=tuple(event["warnings"]),
                         device_name=info.get("device_name", ""),
                         torch_version=info.get("torch_version", ""),
                         fingerprints=event["fingerprints"],
                         per_call_ms=float(event.get("per_call_ms", 0.0)),
                         buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
-                        numerics=Numerics.from_event(
-                            event, _load_tensors(Path(exact_path(job.outputs_path)))
-                        ),
+                        numerics=Numerics.from_event(event, exact, outputs),
                     )
         assert child.exit is not None
         raise ProblemError(
@@ -544,9 +544,8 @@ class Evaluator:
                 child.send("time")
             elif kind == "timing":
                 timing = TimingStats(**event["timing"])
-                stale = compare_fingerprints(
-                    ref.fingerprints, event["fingerprints"], ref.dtypes, policy
-                )
+                stale = compare_fingerprints(ref.fingerprints, event["fingerprints"], ref.dtypes,
+                                             policy, ref.numerics.float32_error)  # fmt: skip
                 problem = timing_problem(timing, stale)
                 if problem:
                     child.kill("")

@@ -143,15 +143,19 @@ def _magnitude(t: Any) -> float:
 
 
 def atol_scales(
-    expected: Sequence[Sequence[Any]], trial_ids: Sequence[int], wide: Sequence[int]
+    expected: Sequence[Sequence[Any]],
+    trial_ids: Sequence[int],
+    wide: Sequence[int],
+    plain: Sequence[int] | None = None,
 ) -> list[list[float]]:
     """Per compared trial and output, the factor atol is multiplied by: 1, except on a
     wide-range trial, where it is that output's size there over its mean size on the
-    other trials (at least 1). Errors of honest float32 arithmetic grow with the values;
-    relative to the output's size the tolerance stays what it was."""
+    `plain` trials (the first distribution's, which the wide ones scale; default: every
+    trial that is not wide), at least 1. Errors of honest float32 arithmetic grow with the
+    values; relative to the output's size the tolerance stays what it was."""
     base: dict[int, list[float]] = {}
     for tid, outs in zip(trial_ids, expected, strict=True):
-        if tid not in wide:
+        if (tid in plain) if plain is not None else (tid not in wide):
             for i, t in enumerate(outs):
                 base.setdefault(i, []).append(_magnitude(t))
     scales = []
@@ -189,15 +193,17 @@ def compare_outputs(
     exact: Sequence[Sequence[Any]] | None = None,
     trial_ids: Sequence[int] | None = None,
     wide: Sequence[int] = (),
+    plain: Sequence[int] | None = None,
 ) -> Comparison:
     """Compare per trial: the outputs, then the buffers the reference's forward changed in
     that trial (when given). The first mismatch is reported; errors are maxed over outputs.
 
     `exact`: per trial, per output, the float64 reference's output (None where there is
     none); `trial_ids`: the trial number of each position (the reference may have dropped
-    a wide-range trial); `wide`: the trial numbers of the wide-range trials."""
+    a wide-range trial); `wide`: the trial numbers of the wide-range trials; `plain`:
+    those of the first distribution's (atol_scales)."""
     ids = list(trial_ids) if trial_ids is not None else list(range(len(expected)))
-    scales = atol_scales(expected, ids, wide)
+    scales = atol_scales(expected, ids, wide, plain)
     max_abs = max_rel = atol = rtol = 0.0
     passed = by_float64 = 0
     first: Mismatch | None = None
@@ -249,8 +255,11 @@ def compare_fingerprints(
     actual: list[list[dict[str, Any]]],
     dtypes: list[str],
     policy: NumericPolicy,
+    slack: Sequence[float] = (),
 ) -> str:
-    """ "" when the timed runs' outputs match the reference's, else what differs."""
+    """ "" when the timed runs' outputs match the reference's, else what differs. `slack`:
+    per output, what the reference's own rounding may be off by (its distance to the
+    float64 reference on the verification trials), allowed beside atol."""
     if len(actual) != len(expected):
         return f"{len(actual)} timed runs were reported for {len(expected)} run"
     for run, (exp_run, act_run) in enumerate(zip(expected, actual, strict=True)):
@@ -258,6 +267,7 @@ def compare_fingerprints(
             return f"timed run {run} returned {len(act_run)} outputs, expected {len(exp_run)}"
         for index, (e, a) in enumerate(zip(exp_run, act_run, strict=True)):
             atol, rtol = policy.tolerance(dtypes[index] if index < len(dtypes) else "float32")
+            atol += slack[index] if index < len(slack) else 0.0
             pairs = list(zip(e["samples"], a["samples"], strict=False))
             if len(pairs) != len(e["samples"]) or not all(
                 _close(ev, av, atol, rtol) for ev, av in pairs

@@ -480,7 +480,7 @@ def run_reference(job: Job, channel: Channel) -> None:
         trials.append([t.detach().to("cpu").clone() for t in outputs])
         states.append(model_buffers.changed(model, before))
     float32_s = time.perf_counter() - started
-    kept = exact.drop_nonfinite(trials, states, job.first_wide_trial, failed)
+    kept = exact.drop_nonfinite(trials, states, job.first_wide_trial, failed, job.trials)
     model = build_model(module.Model, module, job)
     again = forward(job_inputs.make_inputs(module, job, 0))
     for first, second in zip(trials[0], again, strict=False):
