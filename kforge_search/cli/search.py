@@ -178,8 +178,8 @@ def search_cmd(
     prices: Annotated[
         str | None,
         typer.Option(
-            help='a JSON price table, {"model-prefix": [usd_per_mtok_in, usd_per_mtok_out]} '
-            "(else $KFORGE_PRICES, else the built-in one)"
+            help="a JSON price table: each model-name prefix with its USD per million input "
+            "and output tokens (else $KFORGE_PRICES, else the built-in one; docs/llm.md)"
         ),
     ] = None,
     supervision: Annotated[
