@@ -348,7 +348,7 @@ def execute(
                 "from the database, not run again",
                 highlight=False,
             )
-        out.print(f"run {run.id}: {failure or stop}; database {db}", highlight=False)
+        out.print(f"run {run.id}: {failure or stop}; database {db}", highlight=False, markup=False)
     finally:
         beats.close()
         for pool in pools.values():
@@ -363,7 +363,9 @@ def execute(
     if status == "interrupted":
         raise typer.Exit(130)  # the shell's code for Ctrl-C: scripts can tell it apart
     if failure:
-        fail(failure, "`kforge db show RUN` lists the calls of each lineage", code=1)
+        from rich.markup import escape  # a provider's error text may hold brackets
+
+        fail(escape(failure), "`kforge db show RUN` lists the calls of each lineage", code=1)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Progress:
                 + (f"; best {row.best:.2f}x" if row.best else "")
                 + f"  ({self.evaluated} evaluated, {self.rate:.1f}/min)",
                 highlight=False,
+                markup=False,  # a provider's error text may hold brackets
             )
 
     def table(self) -> Table:
@@ -86,7 +88,7 @@ class Progress:
             table.add_row(
                 lineage_id + ("" if row.alive else " (retired)"),
                 row.pass_kind,
-                row.last,
+                Text(row.last),
                 f"{row.best:.2f}x" if row.best else "-",
                 str(row.evaluated),
             )

@@ -28,6 +28,8 @@ def _llm_config(model: str, provider: str | None, base_url: str | None, llm: dic
                 max_usd: float | None) -> Any:  # fmt: skip
     """The LLM settings, checked before anything starts: the key is in the environment, and
     a money budget can price the model."""
+    from rich.markup import escape
+
     from kforge_search.cli.common import err, fail
     from kforge_search.llm.config import LLMConfig
     from kforge_search.llm.prices import PriceTable
@@ -45,10 +47,12 @@ def _llm_config(model: str, provider: str | None, base_url: str | None, llm: dic
     if not table.known(model):
         if max_usd is not None:
             fail(
-                f"--max-usd {max_usd:g}: no price is known for the model {model}, so its calls "
-                "would cost $0 and the limit would never stop the search; give its prices with "
-                f'--prices FILE (JSON {{"{model}": [usd_per_mtok_in, usd_per_mtok_out]}}) or '
-                "$KFORGE_PRICES"
+                escape(
+                    f"--max-usd {max_usd:g}: no price is known for the model {model}, so its "
+                    "calls would cost $0 and the limit would never stop the search; give its "
+                    f'prices with --prices FILE (JSON {{"{model}": [usd_per_mtok_in, '
+                    "usd_per_mtok_out]}) or $KFORGE_PRICES"
+                )
             )
         err.print(
             f"warning: no price is known for the model {model}: its calls are recorded at $0 "

@@ -114,7 +114,8 @@ def test_llm_settings_are_checked_before_anything_starts(tmp_path, db, monkeypat
     llm = (*BASE, "--agent", "llm")
     _refused(_search(*llm, "--model", "gpt-4o", db=db), "no API key", "OPENAI_API_KEY")
     local = (*llm, "--model", "my-coder", "--base-url", "http://127.0.0.1:9/v1")
-    _refused(_search(*local, "--max-usd", "1", db=db), "no price is known", "--prices FILE")
+    _refused(_search(*local, "--max-usd", "1", db=db), "no price is known",
+             '--prices FILE (JSON {"my-coder": [usd_per_mtok_in, usd_per_mtok_out]})')  # fmt: skip
     broken = tmp_path / "prices.json"
     broken.write_text('{"my-coder": "cheap"}')
     _refused(_search(*local, "--prices", str(broken), db=db), "USD per million")
