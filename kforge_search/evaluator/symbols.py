@@ -288,9 +288,13 @@ ALLOWED_C = (
     (re.compile(r"(GOMP_|omp_|__kmpc_|kmp_)\w+$"), "OpenMP"),
     (re.compile(r"(cuda[A-Z]\w*|__cuda\w+)$"), "the CUDA runtime"),
     (re.compile(r"Sleef_\w+$"), "vector math (SLEEF, as libm)"),
-    (re.compile(r"(__gmon_start__|_ITM_deregisterTMCloneTable|_ITM_registerTMCloneTable|"
-                r"_Jv_RegisterClasses|__cxa_finalize)$"), "the toolchain's weak hooks"),
+    (TOOLCHAIN_HOOKS := re.compile(r"(__gmon_start__|_ITM_\w+|_ZGTt\w+|_Jv_RegisterClasses|"
+                                   r"__cxa_finalize)$"), "the toolchain's weak hooks"),
 )  # fmt: skip
+# _ITM_*: libitm, GCC's transactional memory runtime; _ZGTt*: the transaction-safe clones of
+# libstdc++'s operator new/delete and exceptions, which its headers reference (weakly) from
+# every C++ object on some toolchains (the H100 machine's g++: _ZGTtnam, _ZGTtdlPv,
+# _ITM_addUserCommitAction in every builtin extension). Neither computes anything.
 # versions that name a system library, trusted where the process's libraries are unknown
 SYSTEM_VERSION = re.compile(r"(GLIBC_|GLIBCXX_|CXXABI_|GCC_|GOMP_|OMP_|libcudart)")
 
@@ -422,6 +426,8 @@ def classify(
     resolve: Callable[[str], str | None] | None = None,
 ) -> Verdict:
     """Whether an imported symbol is allowed, and what it is."""
+    if TOOLCHAIN_HOOKS.match(symbol.name):  # before demangling: _ZGTt names look like C++
+        return allow("the toolchain's weak hooks")
     name = cpp_name(symbol.name)
     if name is None:
         return judge_c(symbol, system)

@@ -56,6 +56,10 @@ HONEST = [
     ("memcpy", "GLIBC_2.14"),
     ("__tls_get_addr", "GLIBC_2.3"),
     ("__gmon_start__", ""),
+    # GCC's transactional-memory hooks, weak in every C++ object of some toolchains (H100's)
+    ("_ZGTtnam", ""),
+    ("_ZGTtdlPv", ""),
+    ("_ITM_addUserCommitAction", ""),
     ("PyTuple_New", ""),
     ("_Py_Dealloc", ""),
     ("PyObject_CallFunctionObjArgs", ""),  # pybind11's own module cache
