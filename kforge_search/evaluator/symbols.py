@@ -275,12 +275,12 @@ DENIED_C = (
      "PyTorch's CPU kernel libraries (XNNPACK, NNPACK, QNNPACK, FBGEMM)"),
     (re.compile(r"aoti_torch_"), "PyTorch's C shim for ATen operators"),
     (re.compile(r"cu[A-Z]\w*$"), "the CUDA driver API"),
-    (re.compile(r"(PyRun_|Py_CompileString|PyEval_Eval|PyEval_Call|PyImport_|PyMarshal_|"
-                r"PyObject_Call$|PyObject_CallObject|PyObject_CallMethod|PyObject_CallFunction$|"
-                r"_PyObject_CallFunction|PyObject_CallOneArg|PyObject_CallNoArgs|"
-                r"PyObject_Vectorcall|_PyObject_Vectorcall|_PyObject_Call|_PyObject_FastCall|"
-                r"PyVectorcall_Call|PyCFunction_Call|Py_RunMain)"),
-     "running Python from native code"),
+    # source text compiled and run from native code; calling Python objects (PyObject_Call*,
+    # vectorcall, PyImport_*) is pybind11's daily work in one version or another (the H100
+    # machine's torch 2.11 extensions import PyObject_CallObject), and what such a call
+    # reaches in torch is the op recorder's to judge, as from Python
+    (re.compile(r"(PyRun_|Py_CompileString|PyEval_EvalCode|PyMarshal_|Py_RunMain)"),
+     "running Python source from native code"),
 )  # fmt: skip
 FORTRAN_NAME = re.compile(r"([a-z][a-z0-9]*_|[A-Z][A-Z0-9_]*)$")  # sgemm_, SGEMM, DGEMM_
 ALLOWED_C = (
