@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
 
 from kforge_search.agents.builtin import BuiltinAgent, CppGenome, TritonGenome, render
 from kforge_search.platforms import get_platform
@@ -18,44 +21,54 @@ JOBS = (
 )
 
 
-def _sources(agent: BuiltinAgent) -> list[str]:
-    return [
-        agent.synthesize(PROBLEM, get_platform(name), genome, "test").source  # type: ignore[union-attr]
-        for name, genome in JOBS
-    ]
+@pytest.fixture(scope="module")
+def renders() -> list[tuple[str, dict[str, Any], str]]:
+    """Every render_template call of the synthesizer for JOBS (template, values, text), made
+    one after another. (The threads below render only: the synthesizer's other steps parse
+    Python with `ast`, which CPython 3.11 does not make safe across threads.)"""
+    calls: list[tuple[str, dict[str, Any], str]] = []
+    real = render.render_template
+
+    def record(template: str, **values: Any) -> str:
+        calls.append((template, values, real(template, **values)))
+        return calls[-1][2]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(render, "render_template", record)
+        agent = BuiltinAgent()
+        for name, genome in JOBS:
+            agent.synthesize(PROBLEM, get_platform(name), genome, "test")
+    assert len({template for template, _, _ in calls}) >= 4  # triton and C++ templates
+    return calls
 
 
-def _at_once(agent: BuiltinAgent, threads: int) -> list[list[str]]:
-    """Every job rendered by `threads` threads that start together."""
+def _at_once(renders: list[tuple[str, dict[str, Any], str]], threads: int) -> list[list[str]]:
+    """Every recorded render made again by `threads` threads that start together."""
     start = threading.Barrier(threads)
 
     def one(_: int) -> list[str]:
         start.wait()
-        return _sources(agent)
+        return [render.render_template(template, **values) for template, values, _ in renders]
 
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(one, range(threads)))
 
 
-def test_templates_render_the_same_from_many_threads_at_once():
-    agent = BuiltinAgent()
-    agent.plan(PROBLEM)  # traced here: tracing itself is not thread-safe (bench locks it)
+def test_templates_render_the_same_from_many_threads_at_once(renders):
+    expected = [text for _, _, text in renders]
     render._loaded.clear()  # the first load, too, from every thread at once
-    rendered = _at_once(agent, 16)
-    assert all(sources == rendered[0] for sources in rendered)
-    assert rendered[0] == _sources(agent)
+    assert all(texts == expected for texts in _at_once(renders, 16))
 
 
-def test_rendering_reads_no_template_file_once_loaded(monkeypatch):
+def test_rendering_reads_no_template_file_once_loaded(renders, monkeypatch):
     """Once loaded, a render never looks on disk again: a template file that is briefly not
     there (a checkout, a sync, another thread's lookup) cannot fail a render with
     TemplateNotFound, as it did in a --jobs 6 bench on the H100."""
-    agent = BuiltinAgent()
-    expected = _sources(agent)
+    expected = [text for _, _, text in renders]
     real = os.path.isfile
 
     def isfile(path: object) -> bool:
         return False if str(render.TEMPLATES) in os.fspath(path) else real(path)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os.path, "isfile", isfile)
-    assert all(sources == expected for sources in _at_once(agent, 8))
+    assert all(texts == expected for texts in _at_once(renders, 8))
