@@ -65,13 +65,30 @@ def test_the_float64_rule_needs_the_candidate_as_close_as_the_reference():
     ref64 = torch.tensor([100.0, 100.0], dtype=torch.float64)
     ref32 = torch.tensor([100.02, 100.0])  # the first element off by 2e-2: over 1e-4 + 1e-2
     closer = torch.tensor([100.005, 100.0])  # 5e-3 from the exact result, nearer than ref32
-    farther = torch.tensor([99.97, 100.0])  # 3e-2 from it: worse than the reference itself
+    # 5e-2 from it: worse than the reference itself, and over twice its worst error (2e-2)
+    farther = torch.tensor([99.95, 100.0])
     assert compare_outputs([[ref32]], [[closer]], STRICT, exact=[[ref64]]).ok
     assert not compare_outputs([[ref32]], [[closer]], STRICT).ok
     assert not compare_outputs([[ref32]], [[farther]], STRICT, exact=[[ref64]]).ok
     # within tolerance of the float64 result is also needed: ref32 far off admits nothing
     far = torch.tensor([150.0, 100.0], dtype=torch.float64)
     assert not compare_outputs([[ref32]], [[closer]], STRICT, exact=[[far]]).ok
+
+
+def test_a_candidate_as_exact_as_the_reference_passes_where_they_round_differently():
+    """Two float32 computations of similar accuracy: on some elements the candidate is the
+    farther one. Within twice the reference's worst error it passes; a TF32-like error does
+    not."""
+    ref32, ref64 = _large_k_products()[0]
+    err = (ref32.double() - ref64).abs()
+    worst = err.max()
+    # the reference's error pattern, mirrored and shuffled: as large, elsewhere
+    flip = torch.randperm(err.numel(), generator=torch.Generator().manual_seed(0))
+    other = (ref64 + (ref32.double() - ref64).reshape(-1)[flip].reshape(ref64.shape) * 1.5).float()
+    assert ((other.double() - ref64).abs() > err + 1e-4 + 1e-4 * ref64.abs()).any()  # premise
+    assert compare_outputs([[ref32]], [[other]], STRICT, exact=[[ref64]]).ok
+    tf32_like = (ref64 + 4 * worst).float()
+    assert not compare_outputs([[ref32]], [[tf32_like]], STRICT, exact=[[ref64]]).ok
 
 
 def test_the_wide_range_trial_scales_atol_by_the_outputs_size():
