@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kforge_search import pysource
+
 SIZES_NAME = "KFORGE_SIZES"
 _MAX_ITEMS = 4096  # a longer list or tuple is not a constant we describe (`[0] * 10**9`)
 _MAX_INT = 1 << 62
@@ -234,7 +236,7 @@ def _literal(value: Any, default: Any) -> ast.expr:
     if isinstance(value, tuple | list) and isinstance(default, tuple | list):
         value = type(default)(value)
     try:
-        node = ast.parse(repr(value), mode="eval").body
+        node = pysource.parse(repr(value), mode="eval").body
         ast.literal_eval(node)
     except (SyntaxError, ValueError):
         raise ValueError(f"{value!r} cannot be written as a Python literal") from None

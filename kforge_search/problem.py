@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from kforge_search import pysource
 from kforge_search.module_constants import (
     SIZES_NAME,
     assignable,
@@ -37,7 +38,7 @@ class ProblemError(ValueError):
 
 def normalize_source(source: str) -> str:
     """Source without comments or formatting differences (the basis of ids)."""
-    return ast.unparse(ast.parse(source))
+    return ast.unparse(pysource.parse(source))
 
 
 def source_hash(source: str, *extra: str) -> str:
@@ -91,7 +92,7 @@ class Problem:
                 )
             merged.update(sets[name])
         merged.update(overrides or {})
-        names = assignable(ast.parse(self.source))
+        names = assignable(pysource.parse(self.source))
         unknown = sorted(set(merged) - names)
         if unknown:
             raise ProblemError(
@@ -112,7 +113,7 @@ class Problem:
         constants computed from it follow (kforge_search.module_constants.rewrite)."""
         if not self.overrides:
             return self.source
-        return ast.unparse(rewrite(ast.parse(self.source), dict(self.overrides)))
+        return ast.unparse(rewrite(pysource.parse(self.source), dict(self.overrides)))
 
 
 def _size_sets(tree: ast.Module, path: str) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
@@ -144,7 +145,7 @@ def _defined_names(tree: ast.Module) -> set[str]:
 def parse_problem(source: str, path: str, name: str) -> Problem:
     """Check the structure of a problem's source and describe it (nothing is executed)."""
     try:
-        tree = ast.parse(source, filename=path)
+        tree = pysource.parse(source, filename=path)
     except SyntaxError as exc:
         raise ProblemError(f"{path} is not valid Python: {exc}") from None
     missing = [n for n in REQUIRED if n not in _defined_names(tree)]
@@ -183,7 +184,7 @@ def _check_imports(problem: Problem) -> None:
     """A problem whose module-level imports are not installed here cannot run: say which
     (found without importing them)."""
     missing = []
-    for node in ast.parse(problem.source).body:
+    for node in pysource.parse(problem.source).body:
         if isinstance(node, ast.Import):
             tops = [a.name.split(".")[0] for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -15,6 +15,8 @@ import math
 import re
 from dataclasses import dataclass
 
+from kforge_search import pysource
+
 VECTOR_DIM = 64
 _BIAS = "<model>"  # a feature every vector has: no vector is all zeros (cosine undefined)
 _OPERATORS = {
@@ -122,7 +124,7 @@ def _layers(init: ast.FunctionDef | None) -> dict[str, str]:
 def op_signature(source: str) -> OpSignature:
     """The ops of `Model.forward`; empty when the source has no parsable Model."""
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except SyntaxError:
         return OpSignature(())
     cls = _model(tree)

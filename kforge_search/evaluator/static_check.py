@@ -13,6 +13,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kforge_search import pysource
 from kforge_search.evaluator.free_names import free_names
 from kforge_search.evaluator.result import Status
 
@@ -196,7 +197,7 @@ PRESETS: dict[str, tuple[Rule, ...]] = {
 def excused_names(problem_source: str) -> frozenset[str]:
     """The names a problem's own source reads without defining (see check_self_contained)."""
     try:
-        return frozenset(free_names(ast.parse(problem_source)).free)
+        return frozenset(free_names(pysource.parse(problem_source)).free)
     except SyntaxError:
         return frozenset()
 
@@ -204,7 +205,7 @@ def excused_names(problem_source: str) -> frozenset[str]:
 def static_check(source: str, language: str, excused: frozenset[str] = frozenset()) -> StaticCheck:
     """The language's preset rules, then check_self_contained (every language)."""
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except SyntaxError as exc:
         return StaticCheck(
             False,

@@ -13,6 +13,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from kforge_search import pysource
+
 FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 CODE_LANGS = {"", "python", "py", "python3"}
 
@@ -30,7 +32,7 @@ class NoModule:
 def _defines_model_new(source: str) -> bool | None:
     """True/False when the source parses; None when it does not."""
     try:
-        tree = ast.parse(source)
+        tree = pysource.parse(source)
     except SyntaxError:
         return None
     return any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in tree.body)
@@ -50,7 +52,7 @@ def _defines_what_uses(block: str, user: str) -> bool:
     """Whether `block` defines a top-level name that `user` uses but does not define (a
     kernel in one block, the ModelNew that launches it in another)."""
     try:
-        defined, used_tree = _top_names(ast.parse(block)), ast.parse(user)
+        defined, used_tree = _top_names(pysource.parse(block)), pysource.parse(user)
     except SyntaxError:
         return False
     used = {n.id for n in ast.walk(used_tree) if isinstance(n, ast.Name)}

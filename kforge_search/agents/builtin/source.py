@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from kforge_search import pysource
 from kforge_search.evaluator.free_names import free_names, module_bindings
 
 _SKIP = {"Model", "get_inputs", "get_init_inputs", "KFORGE_SIZES"}
@@ -74,7 +75,7 @@ def _needed(body: list[ast.stmt], model: ast.ClassDef, forward: ast.FunctionDef)
 
 
 def model_source(source: str) -> ModelSource:
-    tree = ast.parse(source)
+    tree = pysource.parse(source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise ValueError("the problem defines no class Model")
