@@ -25,6 +25,20 @@ def baseline_key(*parts: object) -> str:
     return "|".join(str(p) for p in parts)
 
 
+def cache_key(
+    problem: Any, platform: str, device_name: str, torch_version: str, config: Any
+) -> str:
+    """A problem's baselines' key: what changes their times (the device, torch, the timing
+    settings and method) or their checks (the verification trials, the peers' rules)."""
+    from kforge_search.evaluator import peers
+    from kforge_search.evaluator.timing import TIMING_VERSION
+
+    return baseline_key(
+        problem.id, problem.sizes_key, platform, device_name, torch_version, config.seed,
+        config.warmup, config.timed_runs, TIMING_VERSION, config.trials, peers.VERSION,
+    )  # fmt: skip
+
+
 class BaselineCache:
     """On disk; a noisy baseline (timed under interference) only in memory, for a while."""
 

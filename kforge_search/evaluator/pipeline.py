@@ -19,7 +19,7 @@ from typing import Any
 
 from kforge_search.evaluator import baselines as noise
 from kforge_search.evaluator import ncu, peers
-from kforge_search.evaluator.baselines import BaselineCache, baseline_key
+from kforge_search.evaluator.baselines import BaselineCache, cache_key
 from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.exact import Numerics, exact_path
@@ -47,7 +47,6 @@ from kforge_search.evaluator.result import (
 from kforge_search.evaluator.sandbox import Child, Limits, make_undumpable
 from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import excused_names, static_check
-from kforge_search.evaluator.timing import TIMING_VERSION
 from kforge_search.evaluator.verify import Comparison, compare_fingerprints, compare_outputs
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
@@ -313,19 +312,7 @@ class Evaluator:
         kinds = peers.kinds_for(
             self.config.baselines, platform.device_kind, self.config.reduced_precision
         )
-        key = baseline_key(
-            problem.id,
-            problem.sizes_key,
-            platform.name,
-            ref.device_name,
-            ref.torch_version,
-            self.config.seed,
-            self.config.warmup,
-            self.config.timed_runs,
-            TIMING_VERSION,
-            self.config.trials,  # kinds are checked on the verification trials
-            peers.VERSION,
-        )
+        key = cache_key(problem, platform.name, ref.device_name, ref.torch_version, self.config)
         found = {k: b for k in kinds if (b := self._baselines.get(key, k))}
         missing = tuple(k for k in kinds if k not in found)
         if missing:

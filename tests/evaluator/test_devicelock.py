@@ -97,7 +97,7 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))  # no cached baseline
     problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
     platform = get_platform("cpu-cpp")
-    evaluator = Evaluator(EvalConfig(baselines=("eager",)))
+    evaluator = Evaluator(EvalConfig(baselines=("eager",), reduced_precision=False))
     try:
         ref = evaluator.reference(problem, platform)
         (baseline,) = evaluator.baselines(problem, platform, ref)

@@ -38,7 +38,8 @@ def renders() -> list[tuple[str, dict[str, Any], str]]:
         agent = BuiltinAgent()
         for name, genome in JOBS:
             agent.synthesize(PROBLEM, get_platform(name), genome, "test")
-    assert len({template for template, _, _ in calls}) >= 4  # triton and C++ templates
+    # triton and C++ templates (the C++ library is rendered once per process: maybe before)
+    assert {template.split("/")[0] for template, _, _ in calls} >= {"triton", "cpp"}
     return calls
 
 
