@@ -21,10 +21,6 @@ from typing import Any
 from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
 
 
-def baseline_key(*parts: object) -> str:
-    return "|".join(str(p) for p in parts)
-
-
 def cache_key(
     problem: Any, platform: str, device_name: str, torch_version: str, config: Any
 ) -> str:
@@ -33,10 +29,11 @@ def cache_key(
     from kforge_search.evaluator import peers
     from kforge_search.evaluator.timing import TIMING_VERSION
 
-    return baseline_key(
+    parts = (
         problem.id, problem.sizes_key, platform, device_name, torch_version, config.seed,
         config.warmup, config.timed_runs, TIMING_VERSION, config.trials, peers.VERSION,
     )  # fmt: skip
+    return "|".join(str(p) for p in parts)
 
 
 class BaselineCache:
