@@ -48,6 +48,9 @@ class Job:
     # candidate mode: the buffers the reference's forward changes (training mode: BatchNorm's
     # running statistics), reported after every trial beside the outputs (buffers.py)
     buffer_names: tuple[str, ...] = ()
+    # candidate mode: the audit hook against introspection (pyaudit.py); off only to test the
+    # defences behind it (EvalConfig.python_guards)
+    python_audit: bool = True
 
     @property
     def total_trials(self) -> int:

@@ -1,5 +1,6 @@
 """Static check: before anything runs, is there a real kernel for the platform in the source,
-and does the module stand on its own?
+does the module stand on its own, and does it keep to the Python a candidate may use
+(imports.py: the modules it may import; introspection.py: no doors into the harness)?
 
 Each rule is a small function `check_*(tree, source) -> Finding | None`; presets group them
 per platform language. A finding has a named reason (for the store and for tests), a
@@ -14,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kforge_search import pysource
+from kforge_search.evaluator import imports, introspection
 from kforge_search.evaluator.free_names import free_names
 from kforge_search.evaluator.result import Status
 
@@ -187,6 +189,21 @@ def check_self_contained(
     )
 
 
+def check_imports(tree: ast.Module, source: str) -> Finding | None:
+    """Every import names an allowed package (imports.py)."""
+    found = imports.denied_imports(tree)
+    return Finding("static:import", imports.import_message(found)) if found else None
+
+
+def check_introspection(tree: ast.Module) -> list[Finding]:
+    """No doors into the harness: frames, the heap, code, dispatch switches, numpy
+    (introspection.py); one finding per reason."""
+    return [
+        Finding(reason, introspection.door_message(reason, hits))
+        for reason, hits in sorted(introspection.doors(tree).items())
+    ]
+
+
 PRESETS: dict[str, tuple[Rule, ...]] = {
     "triton": (check_model_new, check_triton_kernel, check_triton_launch),
     "cuda-cpp": (check_model_new, check_load_inline, check_cuda_global),
@@ -202,8 +219,12 @@ def excused_names(problem_source: str) -> frozenset[str]:
         return frozenset()
 
 
-def static_check(source: str, language: str, excused: frozenset[str] = frozenset()) -> StaticCheck:
-    """The language's preset rules, then check_self_contained (every language)."""
+def static_check(
+    source: str, language: str, excused: frozenset[str] = frozenset(), python_rules: bool = True
+) -> StaticCheck:
+    """The language's preset rules, then check_self_contained, then (`python_rules`, off only
+    to test the defences behind them) the imports and introspection rules (every language:
+    each candidate is a Python module)."""
     try:
         tree = pysource.parse(source)
     except SyntaxError as exc:
@@ -219,4 +240,8 @@ def static_check(source: str, language: str, excused: frozenset[str] = frozenset
     findings = [f for rule in rules if (f := rule(tree, source)) is not None]
     if (free := check_self_contained(tree, source, excused)) is not None:
         findings.append(free)
+    if python_rules:
+        if (imported := check_imports(tree, source)) is not None:
+            findings.append(imported)
+        findings += check_introspection(tree)
     return StaticCheck(not findings, tuple(findings))

@@ -92,6 +92,7 @@ def evaluator() -> Evaluator:
             verify_timeout_s=8,
             build_timeout_s=20,
             memory_limit_mb=2048,
+            python_guards=False,  # faults through ctypes and sys, which they would refuse
         )
     )
 
