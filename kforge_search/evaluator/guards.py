@@ -40,6 +40,28 @@ ALLOWED_OPS = frozenset(
     }
 )  # fmt: skip
 
+# Audit events that change a file or its metadata: (index of a path, index of its dir_fd or
+# -1) for each path they change. Both ends of a rename; both of a hard link (one to an outside
+# file would be written through its inside name); a symlink's own name (what is written
+# through it is resolved at open). Native code is confined by Landlock (landlock.py), which
+# cannot confine chmod, chown, utime or xattrs: from Python they are refused here.
+CHANGING_EVENTS: dict[str, tuple[tuple[int, int], ...]] = {
+    "os.remove": ((0, 1),),
+    "os.rmdir": ((0, 1),),
+    "os.mkdir": ((0, 2),),
+    "shutil.rmtree": ((0, 1),),
+    "os.rename": ((0, 2), (1, 3)),  # os.replace too
+    "os.link": ((0, 2), (1, 3)),
+    "os.symlink": ((1, 2),),
+    "os.truncate": ((0, -1),),  # a descriptor: ftruncate needs one opened for writing
+    "os.chmod": ((0, 2),),
+    "os.chown": ((0, 3),),
+    "os.utime": ((0, 3),),
+    "os.setxattr": ((0, -1),),
+    "os.removexattr": ((0, -1),),
+}
+METADATA_EVENTS = frozenset({"os.chmod", "os.chown", "os.utime", "os.setxattr", "os.removexattr"})
+
 # Programs the toolchains run on their own (compilers, linkers, loaders); nothing else.
 ALLOWED_PROGRAMS = frozenset(
     {
@@ -218,9 +240,12 @@ class WorldGuard:
             )
             if writing and not self._write_ok(path):
                 self._deny("sandbox:write-outside", f"writing {path}")
-        elif event in {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "shutil.rmtree"}:
-            if args and not self._write_ok(args[0]):
-                self._deny("sandbox:write-outside", f"{event} {args[0]}")
+        elif event in CHANGING_EVENTS:
+            for index, dir_index in CHANGING_EVENTS[event]:
+                path = _event_path(args, index, dir_index, event in METADATA_EVENTS)
+                if path is not None and not self._write_ok(path):
+                    what = f"{event} on {args[index]} (writing outside its folders)"
+                    self._deny("sandbox:write-outside", what)
         elif event in {"socket.__new__", "socket.connect", "socket.bind", "socket.getaddrinfo"}:
             self._deny("sandbox:socket", f"{event}")
         elif event in {"subprocess.Popen", "os.posix_spawn", "os.exec"}:
@@ -233,6 +258,21 @@ class WorldGuard:
 
     def install(self) -> None:
         sys.addaudithook(self.hook)
+
+
+def _event_path(args: tuple[Any, ...], index: int, dir_index: int, resolve_fd: bool) -> Any:
+    """The path an audit event's argument names: joined to its dir_fd where relative; a
+    descriptor stays one (WorldGuard allows it) unless `resolve_fd` (chmod of an outside file
+    opened for reading), then it is the file it refers to. None: no such argument."""
+    if index >= len(args) or args[index] is None:
+        return None
+    path = args[index]
+    if isinstance(path, int):
+        return f"/proc/self/fd/{path}" if resolve_fd else path
+    dir_fd = args[dir_index] if 0 <= dir_index < len(args) else None
+    if isinstance(dir_fd, int) and dir_fd >= 0 and not os.path.isabs(os.fsdecode(path)):
+        return os.path.join(f"/proc/self/fd/{dir_fd}", os.fsdecode(path))
+    return path
 
 
 def reaped_children_activity() -> int:

@@ -21,6 +21,12 @@ def not_general(result: EvalResult, sizes: dict[str, Any], why: str, child: Chil
     )
 
 
+def with_child_warning(result: EvalResult, event: dict[str, Any]) -> EvalResult:
+    """A "warning" event of the candidate's child (it ran without its file-system sandbox:
+    landlock.py), carried by `result` and every result built from it."""
+    return replace(result, warnings=(*result.warnings, str(event.get("message", ""))))
+
+
 def timing_problem(timing: TimingStats, stale: str) -> tuple[str, str] | None:
     """Cheating seen in the timed runs: stale outputs, or work the CUDA events did not see."""
     if stale:

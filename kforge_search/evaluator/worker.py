@@ -23,6 +23,7 @@ from kforge_search.evaluator import compiling, exact, guards, native_audit, prof
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.job import PROFILE_ENV, Job
+from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
 from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
@@ -567,6 +568,9 @@ def main(argv: list[str]) -> int:
     channel = Channel(int(fd))
     if job.mode in ("candidate", "ncu"):
         guards.drop_privileges()
+        if not confine_child(job.mode, job.writable, channel.send):  # no Landlock: it said why
+            channel.send("done")
+            return 0
     limit_memory(job)
     channel.stage("setup")
     import torch

@@ -19,6 +19,7 @@ from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.evaluator.guards import child_processes
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
+from tests.adversarial.test_fs_sandbox import FILES as FS_SANDBOX_FILES
 from tests.adversarial.test_native_library import FILES as NATIVE_LIBRARY_FILES
 from tests.conftest import EXAMPLES
 from tests.evaluator.test_honest import CASES as HONEST_CASES
@@ -243,6 +244,7 @@ def test_every_honest_cpu_example_is_listed():
 
 def test_every_candidate_is_exercised_and_documented():
     used = {c.file for c in CASES} | {"12_hardcoded_sizes.py"} | NATIVE_LIBRARY_FILES
+    used |= FS_SANDBOX_FILES  # tests/adversarial/test_fs_sandbox.py
     on_disk = {p.name for p in CANDIDATES.glob("*.py")}
     assert on_disk == used
     for path in CANDIDATES.glob("*.py"):
