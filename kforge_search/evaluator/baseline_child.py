@@ -88,7 +88,7 @@ def time_baseline(
     channel.send("warm", kind=kind)
     command = sys.stdin.readline().strip()
     while command == "time":  # "time" again: the parent saw interference in the spread
-        stats, _ = time_model(fn, module, job, clocks, with_prints=False)
+        stats, _ = time_model(fn, module, job, clocks)
         channel.send("baseline", kind=kind, ok=True, timing=asdict(stats))
         command = sys.stdin.readline().strip()
     return command

@@ -18,6 +18,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import cache_seal
 from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
 
 
@@ -37,11 +38,15 @@ def cache_key(
 
 
 class BaselineCache:
-    """On disk; a noisy baseline (timed under interference) only in memory, for a while."""
+    """On disk, each entry sealed by the evaluators' key (cache_seal.py): an entry something
+    else wrote is not used (`tampered` says which). A noisy baseline (timed under
+    interference) is kept only in memory, for a while."""
 
     def __init__(self, path: Path):
         self.path = path
         self._noisy: dict[tuple[str, str], tuple[float, Baseline]] = {}
+        self._key = cache_seal.load_key(path.parent)
+        self.tampered: list[str] = []  # "key kind" of entries whose seal did not match
 
     def _load(self) -> dict[str, dict]:
         try:
@@ -51,6 +56,12 @@ class BaselineCache:
 
     def get(self, key: str, kind: str) -> Baseline | None:
         entry = self._load().get(key, {}).get(kind)
+        if entry is not None and not cache_seal.intact(
+            self._key, f"{key}|{kind}", {k: v for k, v in entry.items() if k != "seal"},
+            entry.get("seal"),
+        ):  # fmt: skip
+            self.tampered.append(f"{key} {kind}")
+            entry = None
         if entry is None:
             measured, noisy = self._noisy.get((key, kind), (0.0, None))
             return noisy if time.monotonic() - measured < NOISY_REUSE_S else None
@@ -58,6 +69,11 @@ class BaselineCache:
         checks = tuple(PeerCheck(**c) for c in entry.get("checks", ()))
         return Baseline(kind, entry["ok"], timing, entry.get("error", ""), cached=True,
                         checks=checks, note=entry.get("note", ""))  # fmt: skip
+
+    def take_tampered(self) -> list[str]:
+        """The tampered entries found since the last call (then forgotten)."""
+        found, self.tampered = self.tampered, []
+        return found
 
     def put(self, key: str, baseline: Baseline) -> None:
         if baseline.noisy:  # a loaded moment must not set every later speedup
@@ -68,7 +84,9 @@ class BaselineCache:
         with open(self.path.with_suffix(".lock"), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             data = self._load()
-            data.setdefault(key, {})[baseline.kind] = asdict(replace(baseline, cached=False))
+            entry = asdict(replace(baseline, cached=False))
+            entry["seal"] = cache_seal.seal(self._key, f"{key}|{baseline.kind}", entry)
+            data.setdefault(key, {})[baseline.kind] = entry
             fd, tmp = tempfile.mkstemp(dir=self.path.parent, suffix=".tmp")
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=1)

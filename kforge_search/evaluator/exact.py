@@ -39,7 +39,7 @@ class Numerics:
     exact: list[list[Any]] | None = None  # per compared trial, per output; None: none
     notes: tuple[str, ...] = ()
     # per output, the float32 reference's largest distance to the float64 one on the plain
-    # trials: the timed runs' fingerprints (first-distribution inputs) allow it beside atol
+    # trials: the timed runs' check (first-distribution inputs) allows it beside atol
     float32_error: tuple[float, ...] = ()
 
     @classmethod

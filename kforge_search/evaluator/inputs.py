@@ -76,15 +76,23 @@ def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
     return list(to_device(inputs, job.device))
 
 
-def timing_inputs(module: Any, job: Job, run: int) -> list[Any]:
-    """Fresh inputs for a timed run. On an accelerator the problem's get_inputs() runs with
-    the device as torch's default, so its factory calls (torch.randn, ...) draw there: fresh
-    inputs come before every timed run, and a 1024x8192 randn on the CPU plus its copy took
-    ~60 ms each, 3 s of a 10 s evaluation on the H100. Reference, baselines and candidates
-    all draw the same way, so the timed outputs' fingerprints still match."""
+def draw_seed(draw: int, run: int) -> int:
+    """The seed of timed run `run` under the parent's draw (fresh OS randomness sent to the
+    candidate's child only once the candidate is loaded and verified: pipeline.py)."""
+    return (draw * 1_000_003 + run) % (2**63 - 1)
+
+
+def timing_inputs(module: Any, job: Job, run: int, draw: int | None = None) -> list[Any]:
+    """Fresh inputs for a timed run: seeded by `draw` where given (a candidate's timed runs
+    and the oracle's answers about them), else by the job's fixed timing seed (baselines,
+    which no candidate shares a process with). On an accelerator the problem's get_inputs()
+    runs with the device as torch's default, so its factory calls (torch.randn, ...) draw
+    there: fresh inputs come before every timed run, and a 1024x8192 randn on the CPU plus
+    its copy took ~60 ms each, 3 s of a 10 s evaluation on the H100. The oracle draws the
+    same way, so its outputs are those of the candidate's timed runs."""
     import torch
 
-    seed_everything(job.timing_seed(run))
+    seed_everything(job.timing_seed(run) if draw is None else draw_seed(draw, run))
     on_device = torch.device(job.device) if job.device != "cpu" else contextlib.nullcontext()
     with on_device:
         inputs = list(module.get_inputs())

@@ -229,6 +229,38 @@ def device_grants(dev: str = "/dev") -> list[Grant]:
     return grants
 
 
+READ_RIGHTS = FS_READ_FILE | FS_EXECUTE  # reading a file, running a program
+
+
+def read_grants(hidden: Iterable[str]) -> list[Grant]:
+    """Reading and running everywhere except beneath the `hidden` folders: along the path
+    from / to each, every other entry of each folder on the way gets the right (a folder's
+    grant covers what is beneath it), the hidden folder none. Listing names stays allowed.
+    Entries made later in a folder on the way are not readable."""
+    roots = [os.path.realpath(h) for h in hidden if os.path.exists(h)]
+    on_way = {"/"}
+    for root in roots:
+        parts = root.strip("/").split("/")
+        on_way |= {"/" + "/".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    grants = []
+    for folder in sorted(p for p in on_way if p not in roots and os.path.isdir(p)):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if path in on_way or path in roots:
+                continue
+            # a grant follows a symlink: one to a folder on the way (or beneath a hidden
+            # one) would grant what is hidden (pytest's "pytest-current" is one)
+            target = os.path.realpath(path)
+            if target in on_way or any(target.startswith(r + os.sep) for r in roots):
+                continue
+            grants.append(Grant(path, READ_RIGHTS))
+    return grants
+
+
 def restrict(
     writable: Iterable[str],
     extra: Sequence[Grant] = (),
@@ -236,11 +268,13 @@ def restrict(
     network: bool = True,
     scopes: bool = True,
     abi: int | None = None,
+    hidden: Sequence[str] = (),
 ) -> Confinement:
     """Restrict this process (irreversibly) to writing beneath `writable` (every write
     right) and the `extra` grants. `network`: refuse TCP bind/connect (ABI >= 4); `scopes`:
-    no signals or abstract Unix sockets to processes outside (ABI >= 6). `abi` stands in
-    for the kernel's version (a test's seam: 0 is a kernel without Landlock)."""
+    no signals or abstract Unix sockets to processes outside (ABI >= 6); `hidden`: folders
+    it may not read (read_grants). `abi` stands in for the kernel's version (a test's seam:
+    0 is a kernel without Landlock)."""
     if abi is None:
         abi, why = probe()
         if abi == 0:
@@ -254,6 +288,10 @@ def restrict(
             "(Linux 6.2)",
         )
     handled_fs = write_rights(abi)
+    hides = [h for h in hidden if os.path.exists(h)]
+    if hides:
+        handled_fs |= READ_RIGHTS
+        extra = [*extra, *read_grants(hides)]
     handled_net = NET_BIND_TCP | NET_CONNECT_TCP if network and abi >= 4 else 0
     scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if scopes and abi >= 6 else 0
     attr = _RulesetAttr(handled_fs, handled_net, scoped)
@@ -339,12 +377,16 @@ def child_grants(mode: str) -> list[Grant]:
 
 
 def confine_child(
-    mode: str, writable: Sequence[str], send: Callable[..., None], abi: int | None = None
+    mode: str,
+    writable: Sequence[str],
+    send: Callable[..., None],
+    abi: int | None = None,
+    hidden: Sequence[str] = (),
 ) -> bool:
     """The worker's step before any candidate code: restrict to `writable` (created where
     missing) and the devices. False: unavailable, a "fail" event (INFRA_ERROR) said why and
-    the candidate must not run. The opt-out sends a "warning" event instead. `abi`: as
-    restrict's.
+    the candidate must not run. The opt-out sends a "warning" event instead. `abi` and
+    `hidden` (folders it may not read: the evaluators' key, cache_seal.py): as restrict's.
 
     ncu mode keeps TCP and the scopes: Nsight Compute's injection in the profiled process
     talks to the ncu front end, outside the sandbox (only after the candidate passed its
@@ -356,7 +398,9 @@ def confine_child(
         with contextlib.suppress(OSError):
             os.makedirs(folder, exist_ok=True)
     full = mode != "ncu"
-    confinement = restrict(writable, child_grants(mode), network=full, scopes=full, abi=abi)
+    confinement = restrict(
+        writable, child_grants(mode), network=full, scopes=full, abi=abi, hidden=hidden
+    )
     if not confinement.enforced:
         send("fail", status="INFRA_ERROR", message=unavailable_message(confinement))
         return False

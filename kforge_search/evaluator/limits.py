@@ -7,7 +7,7 @@ that calls the model (verify, time, unseen) gets
 
 and never more than its configured limit: a candidate that hangs on a 2 ms problem ends in
 seconds, not in the fixed 120 s. The reference's time per call is what its child measured
-over its timed runs (fresh inputs, the call, the fingerprint), so the harness's own work per
+over 5 calls on timing inputs (the inputs, the call, a copy), so the harness's own work per
 call is in it. Compiling inside such a stage (Triton compiles a kernel at its first call, an
 autotuner runs every config) is timed against the build limit: the worker says when it
 compiles (evaluator/compiling.py). On an interpreter (cpu-triton: timing not meaningful) a

@@ -12,19 +12,20 @@ import shutil
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import baselines as noise
-from kforge_search.evaluator import ncu, peers
+from kforge_search.evaluator import ncu, peers, timed_check
 from kforge_search.evaluator.baselines import BaselineCache, cache_key
 from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.exact import Numerics, exact_path
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.limits import candidate_limits
+from kforge_search.evaluator.oracle import Oracle, OracleError
 from kforge_search.evaluator.outcome import (
     describe_exit,
     exit_result,
@@ -33,6 +34,7 @@ from kforge_search.evaluator.outcome import (
     not_general,
     output_tail,
     timing_problem,
+    with_child_warning,
 )
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.policy import NumericPolicy, get_policy
@@ -47,7 +49,8 @@ from kforge_search.evaluator.result import (
 from kforge_search.evaluator.sandbox import Child, Limits, make_undumpable
 from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import excused_names, static_check
-from kforge_search.evaluator.verify import Comparison, compare_fingerprints, compare_outputs
+from kforge_search.evaluator.timed_runs import timed_path
+from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
@@ -59,6 +62,7 @@ def _default_memory_mb() -> int:
 
 
 SPARE_READY_S = 30.0  # a spare still warming up when a candidate is to be timed: it goes
+MAX_ORACLES = 4  # live oracles (reference children kept to check timed runs) per evaluator
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,10 @@ class EvalConfig:
     limit_floor_s: float = 5.0
     baseline_spread_limit: float = noise.SPREAD_LIMIT  # p80/p20 above it: timed again
     baseline_tries: int = 3  # at most this many timings of one noisy baseline
+    # Python candidates: the static import allowlist and introspection rules, and the runtime
+    # audit hook (imports.py, introspection.py, pyaudit.py); off only to test the defences
+    # behind them with candidates they would stop first
+    python_guards: bool = True
 
     def __post_init__(self) -> None:
         get_policy(self.policy)
@@ -119,6 +127,7 @@ class EvalConfig:
                 ("verify", self.verify_timeout_s),
                 ("unseen", self.build_timeout_s + self.verify_timeout_s),
                 ("reference", self.verify_timeout_s + self.setup_timeout_s),
+                ("oracle", self.verify_timeout_s),
                 ("time", self.time_timeout_s),
                 ("baseline", self.baseline_timeout_s),
                 ("profile", self.profile_timeout_s),
@@ -134,8 +143,7 @@ class Reference:
     warnings: tuple[str, ...]
     device_name: str
     torch_version: str
-    fingerprints: list[Any]  # of the timed runs' outputs, per run
-    per_call_ms: float = 0.0  # a timed run's wall clock: inputs, call, fingerprint (limits.py)
+    per_call_ms: float = 0.0  # a call's wall clock: its inputs, the call, a copy (limits.py)
     # per trial, the buffers its forward changed (training mode: BatchNorm's running stats)
     buffers: list[dict[str, Any]] = field(default_factory=list)
     numerics: Numerics = field(default_factory=Numerics)  # trials kept, float64 outputs
@@ -159,6 +167,11 @@ def _load_tensors(path: Path) -> list[Any]:
         path.unlink(missing_ok=True)
 
 
+def _reveal(runs: list[int], calls: list[int]) -> str:
+    """The command that asks a candidate's child for the chosen runs' and calls' outputs."""
+    return " ".join(["reveal", *map(str, runs), "|", *map(str, calls)])
+
+
 def _compare(ref: Reference, outputs_path: str, policy: NumericPolicy) -> Comparison:
     """A candidate child's verification trials (outputs and buffers) against the reference."""
     outputs = _load_tensors(Path(outputs_path))
@@ -174,6 +187,7 @@ class Evaluator:
     def __init__(self, config: EvalConfig | None = None):
         self.config = config or EvalConfig()
         self._references: OrderedDict[str, Reference] = OrderedDict()
+        self._oracles: OrderedDict[str, Oracle] = OrderedDict()  # by reference key: oracle.py
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
         self._spares = Spares()
         self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
@@ -205,6 +219,7 @@ class Evaluator:
             outputs_path=str(work / f"{mode}-outputs.pt"),
             ext_cache=str(cache_dir() / "torch_extensions"),
             memory_limit_mb=self.config.memory_limit_mb,
+            python_audit=self.config.python_guards,
             writable=(
                 str(work),
                 str(cache_dir() / "torch_extensions"),
@@ -250,32 +265,83 @@ class Evaluator:
         """Ends the spare child (also ended when this process exits: its stdin closes) and
         lets go of the device locks."""
         self._spares.close()
+        for oracle in self._oracles.values():
+            oracle.close()
+        self._oracles.clear()
         for lock in self._locks.values():
             lock.close()
         self._locks.clear()
 
     def helper_pids(self) -> list[int]:
-        """The evaluator's own idle children (the spare), for leak checks."""
+        """The evaluator's own idle children (the spare, the oracles), for leak checks."""
+        return [*self.spare_pids(), *self.oracle_pids()]
+
+    def spare_pids(self) -> list[int]:
         return self._spares.pids()
 
+    def oracle_pids(self) -> list[int]:
+        return [o.pid() for o in self._oracles.values() if o.alive]
+
     # -- reference ------------------------------------------------------------------------
-    def reference(self, problem: Problem, platform: Platform) -> Reference:
+    def _reference_key(self, problem: Problem, platform: Platform) -> str:
         runs = self._timed_runs(platform)
-        key = f"{problem.id}|{problem.sizes_key}|{platform.device_kind}|{self.config.seed}|{runs}"
+        return f"{problem.id}|{problem.sizes_key}|{platform.device_kind}|{self.config.seed}|{runs}"
+
+    def reference(self, problem: Problem, platform: Platform, oracle: bool = True) -> Reference:
+        """The problem's reference (cached in memory); `oracle`: its child stays, as the
+        oracle of candidates' timed runs (oracle.py)."""
+        key = self._reference_key(problem, platform)
         if key in self._references:
             self._references.move_to_end(key)
             return self._references[key]
         work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
+        kept: Oracle | None = None
         try:
-            reference = self._run_reference(problem, platform, work)
+            reference, kept = self._run_reference(problem, platform, work, oracle)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if kept is None:
+                shutil.rmtree(work, ignore_errors=True)
         self._references[key] = reference
         while len(self._references) > 4:
             self._references.popitem(last=False)
+        if kept is not None:
+            self._keep_oracle(key, kept)
         return reference
 
-    def _run_reference(self, problem: Problem, platform: Platform, work: Path) -> Reference:
+    def _keep_oracle(self, key: str, oracle: Oracle) -> None:
+        if (old := self._oracles.pop(key, None)) is not None:
+            old.close()
+        self._oracles[key] = oracle
+        while len(self._oracles) > MAX_ORACLES:
+            self._oracles.popitem(last=False)[1].close()
+
+    def _oracle(self, problem: Problem, platform: Platform) -> Oracle:
+        """The live oracle of the problem's reference, started afresh where it has gone."""
+        key = self._reference_key(problem, platform)
+        if (oracle := self._oracles.get(key)) is not None and oracle.alive:
+            self._oracles.move_to_end(key)
+            return oracle
+        work = Path(tempfile.mkdtemp(prefix="kforge-oracle-"))
+        job = self._job("oracle", problem, platform, work)
+        try:
+            with self._child(job, work, platform) as child:
+                while (event := child.next_event()) is not None:
+                    if event["type"] == "oracle-ready":
+                        child.keep_alive = True
+                        oracle = Oracle(child, work)
+                        self._keep_oracle(key, oracle)
+                        return oracle
+                    if event["type"] == "fail":
+                        break
+            why = child.exit.output[-1500:] if child.exit else ""
+            raise OracleError(f"the oracle of {problem.name} did not start: {why}")
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+
+    def _run_reference(
+        self, problem: Problem, platform: Platform, work: Path, keep: bool
+    ) -> tuple[Reference, Oracle | None]:
         job = self._job("reference", problem, platform, work)
         info: dict[str, Any] = {}
         with self._child(job, work, platform) as child:
@@ -287,16 +353,17 @@ class Evaluator:
                 elif event["type"] == "reference":
                     outputs = _load_tensors(Path(job.outputs_path))
                     exact = _load_tensors(Path(exact_path(job.outputs_path)))
-                    return Reference(
+                    reference = Reference(
                         outputs=outputs,
                         warnings=tuple(event["warnings"]),
                         device_name=info.get("device_name", ""),
                         torch_version=info.get("torch_version", ""),
-                        fingerprints=event["fingerprints"],
                         per_call_ms=float(event.get("per_call_ms", 0.0)),
                         buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
                         numerics=Numerics.from_event(event, exact, outputs),
                     )
+                    child.keep_alive = keep  # it now waits to serve as the oracle
+                    return reference, Oracle(child, work) if keep else None
         assert child.exit is not None
         raise ProblemError(
             f"the reference of {problem.name} failed ({describe_exit(child.exit)}):\n"
@@ -380,11 +447,16 @@ class Evaluator:
     ) -> EvalResult:
         clock = PhaseClock()
         with clock.timed("static_check"):
-            check = static_check(source, platform.language, excused_names(problem.source))
+            check = static_check(
+                source,
+                platform.language,
+                excused_names(problem.source),
+                python_rules=self.config.python_guards,
+            )
         if not check.ok:
             what = {
                 Status.COMPILE_ERROR: "the candidate cannot run as a module of its own",
-                Status.REJECTED: "the static check found no usable kernel",
+                Status.REJECTED: "the static check rejected the candidate",
             }[check.status]
             return replace(
                 base,
@@ -425,13 +497,19 @@ class Evaluator:
             )
             base = replace(base, limits=used)
             with self._child(job, work, platform, limits=limits) as child:
-                result = self._drive_candidate(child, job, ref, unseen, base)
+                result = self._drive_candidate(
+                    child, job, ref, unseen, base, lambda: self._oracle(problem, platform)
+                )
             clock.extend(child.phases())
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if result.ok:
             with clock.timed("baselines"):  # no time once cached
                 result = replace(result, baselines=self.baselines(problem, platform, ref))
+            if tampered := self._baselines.take_tampered():
+                said = "; ".join(tampered)
+                note = f"baseline cache: entries not sealed by an evaluator, measured again: {said}"
+                result = replace(result, warnings=(*result.warnings, note))
             if result.profile is not None and platform.device_kind.startswith("cuda"):
                 with clock.timed("ncu"):
                     profile = self._with_ncu(path, problem, platform, result)
@@ -477,7 +555,51 @@ class Evaluator:
         if not self.config.check_unseen or "unseen" not in sets or problem.size_set == "unseen":
             return None
         unseen = problem.resized("unseen")
-        return unseen, self.reference(unseen, platform)
+        return unseen, self.reference(unseen, platform, oracle=False)
+
+    @staticmethod
+    def _rejected(
+        base: EvalResult, child: Child, problem: tuple[str, str], correctness: Any, timing: Any
+    ) -> EvalResult:
+        """REJECTED in the time stage, for cheating seen in or after the timed runs."""
+        child.kill("")
+        reason, message = problem
+        return replace(
+            base,
+            status=Status.REJECTED,
+            stage="time",
+            message=f"{message} [{reason}]",
+            correctness=correctness,
+            timing=timing,
+            artifacts=Artifacts(output_tail=output_tail(child), reasons=(reason,)),
+        )
+
+    def _check_timed(
+        self,
+        oracle: Callable[[], Oracle],
+        draw: int,
+        job: Job,
+        ref: Reference,
+        chosen: tuple[list[int], list[int]],
+    ) -> str:
+        """The chosen timed runs' and burst calls' whole outputs (the child saved them)
+        against the oracle's for the same inputs: "" when they match, else what differs.
+        Burst call c ran on timed run c's inputs. An oracle that died meanwhile is started
+        again, once."""
+        runs, calls = chosen
+        actual = _load_tensors(Path(timed_path(job.outputs_path)))
+        wanted = sorted({*runs, *calls})
+        if not wanted:
+            return ""
+        try:
+            answers = oracle().outputs(draw, wanted)
+        except OracleError:
+            answers = oracle().outputs(draw, wanted)
+        by_run = dict(zip(wanted, answers, strict=True))
+        expected = [by_run[r] for r in runs] + [by_run[c] for c in calls]
+        labels = [f"timed run {r}" for r in runs] + [f"back-to-back call {c}" for c in calls]
+        policy = get_policy(self.config.policy)
+        return compare_timed(expected, actual, labels, policy, ref.numerics.float32_error)
 
     def _drive_candidate(
         self,
@@ -486,14 +608,18 @@ class Evaluator:
         ref: Reference,
         unseen: tuple[Problem, Reference] | None,
         base: EvalResult,
+        oracle: Callable[[], Oracle],
     ) -> EvalResult:
         """The parent's side of a candidate child, event by event, to its result:
-        verify -> time (-> profile) (-> the unseen sizes' verification)."""
+        verify -> time (-> burst, the timed runs checked) (-> profile) (-> the unseen
+        sizes' verification)."""
         policy = get_policy(self.config.policy)
         lock = self._lock(job.device)  # held shared by _child
         correctness = base.correctness
         timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
         unseen_sizes = unseen[0].sizes if unseen else {}
+        timing, runs, went, draw = TimingStats("", 0, 0.0, 0.0, 0.0), 0, 0.0, 0
+        chosen: tuple[list[int], list[int]] = ([], [])  # timed runs, burst calls checked
 
         def after_timing(result: EvalResult) -> EvalResult | None:
             if unseen is None:
@@ -504,6 +630,9 @@ class Evaluator:
 
         while (event := child.next_event()) is not None:
             kind = event["type"]
+            if kind == "warning":  # the child runs without its file-system sandbox (landlock.py)
+                base = with_child_warning(base, event)
+                continue
             if kind == "fail":
                 child.kill("")
                 if timed_ok is not None and child.stage == "unseen":
@@ -528,24 +657,38 @@ class Evaluator:
                     )
                 self._spares.wait_ready(SPARE_READY_S)  # see spare.py
                 lock.hold(exclusive=True)  # no other evaluator's work on the device
-                child.send("time")
+                draw = timed_check.draw()  # only now: after the candidate is loaded
+                child.send(f"time {draw}")
             elif kind == "timing":
-                timing = TimingStats(**event["timing"])
-                stale = compare_fingerprints(ref.fingerprints, event["fingerprints"], ref.dtypes,
-                                             policy, ref.numerics.float32_error)  # fmt: skip
-                problem = timing_problem(timing, stale)
-                if problem:
+                timing, runs = TimingStats(**event["timing"]), int(event.get("runs", 0))
+                if problem := timing_problem(timing, ""):
+                    return self._rejected(base, child, problem, correctness, timing)
+                child.send(f"burst {timed_check.burst_calls(timing)}")
+            elif kind == "burst-ready":
+                went = time.perf_counter()  # the parent's own clock
+                child.send("go")
+            elif kind == "burst":
+                wall_ms = (time.perf_counter() - went) * 1e3
+                lock.hold(exclusive=False)
+                calls = int(event["calls"])
+                if problem := timed_check.wall_problem(timing, wall_ms, calls):
+                    return self._rejected(base, child, problem, correctness, timing)
+                chosen = (
+                    timed_check.choose(runs, timed_check.REVEAL_RUNS),
+                    timed_check.choose(calls, timed_check.REVEAL_CALLS),
+                )
+                child.send(_reveal(*chosen))
+            elif kind == "revealed":
+                try:
+                    stale = self._check_timed(oracle, draw, job, ref, chosen)
+                except OracleError as exc:
                     child.kill("")
-                    reason, message = problem
-                    return replace(
-                        base,
-                        status=Status.REJECTED,
-                        stage="time",
-                        message=f"{message} [{reason}]",
-                        correctness=correctness,
-                        timing=timing,
-                        artifacts=Artifacts(output_tail=output_tail(child), reasons=(reason,)),
-                    )
+                    return replace(base, status=Status.INFRA_ERROR, stage="time",
+                                   message=str(exc), correctness=correctness)  # fmt: skip
+                if stale:
+                    problem = timing_problem(timing, stale)
+                    assert problem is not None
+                    return self._rejected(base, child, problem, correctness, timing)
                 timed_ok = replace(
                     base,
                     status=Status.OK,
@@ -555,9 +698,9 @@ class Evaluator:
                     timing=timing,
                 )
                 if self.config.profile:
+                    lock.hold(exclusive=True)  # the profile is measured too
                     child.send("profile")
                     continue
-                lock.hold(exclusive=False)
                 if (done := after_timing(timed_ok)) is not None:
                     return done
             elif kind == "profile":

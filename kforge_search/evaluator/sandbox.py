@@ -102,6 +102,15 @@ class Child:
     exit: ChildExit | None = None
 
     spare: Spawned | None = None  # a warm child waiting for its job (evaluator/spare.py)
+    keep_alive: bool = False  # set while inside `with`: the child outlives it (the oracle)
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def running(self) -> bool:
+        """Whether the process is still there (what has not been read may wait)."""
+        return self.exit is None and self._proc.poll() is None
 
     def __enter__(self) -> Child:
         if self.spare is not None and not self.prefix and self.spare.take(self.job_path):
@@ -128,7 +137,8 @@ class Child:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.kill("")
+        if not self.keep_alive or exc[0] is not None:
+            self.kill("")
 
     def _read_events(self, fd: int) -> None:
         with os.fdopen(fd, "rb") as pipe:
@@ -151,6 +161,12 @@ class Child:
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             pass
+
+    def ask(self, line: str) -> None:
+        """A request to a child that waited idle for it (the oracle): the stage's clock
+        starts now, not when the child last spoke."""
+        self._stage_started = time.monotonic()
+        self.send(line)
 
     def kill(self, why: str) -> None:
         if why and not self._killed:

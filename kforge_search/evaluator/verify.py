@@ -16,7 +16,6 @@ The outputs come from two different child processes; this module only compares t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -263,38 +262,31 @@ def compare_outputs(
     return Comparison(correctness, first)
 
 
-def _close(expected: float, actual: float, atol: float, rtol: float) -> bool:
-    if math.isnan(expected) or math.isnan(actual):
-        return math.isnan(expected) and math.isnan(actual)
-    if math.isinf(expected) or math.isinf(actual):
-        return expected == actual
-    return abs(actual - expected) <= atol + rtol * abs(expected)
-
-
-def compare_fingerprints(
-    expected: list[list[dict[str, Any]]],
-    actual: list[list[dict[str, Any]]],
-    dtypes: list[str],
+def compare_timed(
+    expected: list[list[Any]],
+    actual: list[list[Any]],
+    labels: list[str],
     policy: NumericPolicy,
     slack: Sequence[float] = (),
 ) -> str:
-    """ "" when the timed runs' outputs match the reference's, else what differs. `slack`:
-    per output, what the reference's own rounding may be off by (its distance to the
-    float64 reference on the verification trials), allowed beside atol."""
+    """ "" when the whole outputs of the timed runs the parent chose match the oracle's,
+    else what differs (the first difference). `labels` name each run; `slack`: per output,
+    what the reference's own rounding may be off by (its distance to the float64 reference
+    on the verification trials), allowed beside atol."""
     if len(actual) != len(expected):
-        return f"{len(actual)} timed runs were reported for {len(expected)} run"
-    for run, (exp_run, act_run) in enumerate(zip(expected, actual, strict=True)):
+        return f"{len(actual)} timed runs' outputs came back for {len(expected)} chosen"
+    for label, exp_run, act_run in zip(labels, expected, actual, strict=True):
         if len(act_run) != len(exp_run):
-            return f"timed run {run} returned {len(act_run)} outputs, expected {len(exp_run)}"
+            return f"{label} returned {len(act_run)} outputs, expected {len(exp_run)}"
         for index, (e, a) in enumerate(zip(exp_run, act_run, strict=True)):
-            atol, rtol = policy.tolerance(dtypes[index] if index < len(dtypes) else "float32")
-            atol += slack[index] if index < len(slack) else 0.0
-            pairs = list(zip(e["samples"], a["samples"], strict=False))
-            if len(pairs) != len(e["samples"]) or not all(
-                _close(ev, av, atol, rtol) for ev, av in pairs
-            ):
-                return f"timed run {run}: output {index} differs from the reference's"
-            if not _close(e["mean"], a["mean"], atol + rtol * e["mean_abs"] + 1e-6, 0.0):
-                got, want = a["mean"], e["mean"]
-                return f"timed run {run}: output {index} has mean {got:.6g}, expected {want:.6g}"
+            atol = policy.tolerance(str(e.dtype).removeprefix("torch."))[0]
+            extra = slack[index] if index < len(slack) else 0.0
+            found = _compare_tensor(e, a, policy, 0, index, None, 1.0 + extra / max(atol, 1e-30))
+            if found.mismatch is not None:
+                m = found.mismatch
+                where = f" at {list(m.indices[:3])}" if m.indices else ""
+                return (
+                    f"{label}: output {index} differs from the reference's ({m.reason}: "
+                    f"expected {m.expected}, got {m.actual}{where})"
+                )
     return ""

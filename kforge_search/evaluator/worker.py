@@ -14,22 +14,25 @@ import resource
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import buffers as model_buffers
-from kforge_search.evaluator import compiling, exact, guards, native_audit, profile
+from kforge_search.evaluator import compiling, exact, guards, native_audit, profile, timed_runs
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
+from kforge_search.evaluator.cache_seal import private_dir
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
 from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
+from kforge_search.paths import cache_dir
 from kforge_search.problem import exec_problem
 
-FINGERPRINT_SAMPLES = 64
+PER_CALL_RUNS = 5  # the reference's calls timed for its time per call (limits.py)
 
 
 class Channel:
@@ -95,28 +98,6 @@ def same_values(a: Any, b: Any) -> bool:
             torch.nan_to_num(a), torch.nan_to_num(b)
         )
     return True
-
-
-def fingerprint(outputs: list[Any], seed: int) -> list[dict[str, Any]]:
-    """A cheap summary of outputs: sampled elements, mean and mean |x|."""
-    import torch
-
-    prints = []
-    for out in outputs:
-        flat = out.detach().reshape(-1)
-        n = flat.numel()
-        gen = torch.Generator().manual_seed(seed)
-        idx = torch.randint(0, max(n, 1), (min(FINGERPRINT_SAMPLES, n),), generator=gen)
-        values = flat[idx.to(flat.device)].double()
-        whole = flat.double()
-        prints.append(
-            {
-                "samples": values.cpu().tolist(),
-                "mean": whole.mean().item() if n else 0.0,
-                "mean_abs": whole.abs().mean().item() if n else 0.0,
-            }
-        )
-    return prints
 
 
 def build_model(cls: type, module: Any, job: Job) -> Any:
@@ -233,8 +214,10 @@ class Guarded:
         return outputs
 
 
-def load_guarded(job: Job, module: Any) -> Guarded:
-    integrity = guards.Integrity(guards.harness_targets())  # before any candidate code runs
+def load_guarded(job: Job, module: Any, clocks: Clocks | None = None) -> Guarded:
+    from kforge_search.evaluator import pyaudit, seal
+
+    integrity = seal.harness_seal(clocks)  # before any candidate code runs
     counter = guards.LaunchCounter()
     counter.install_triton()
     # built extensions are held against the allowlist of native imports (native_audit.py)
@@ -242,6 +225,8 @@ def load_guarded(job: Job, module: Any) -> Guarded:
     cache_cpp_builds(Path(job.ext_cache), counter.wrap_extension, native)
     world = guards.WorldGuard(job.writable)
     world.install()
+    if job.python_audit:  # no frames, heap, ctypes or code for the candidate (pyaudit.py)
+        pyaudit.install(world.violations, job.candidate_path)
     try:
         cls = load_candidate_class(job.candidate_path)
     except BuildError as exc:
@@ -300,20 +285,23 @@ def run_candidate(job: Job, channel: Channel) -> None:
     module = exec_problem(job.problem)
     channel.stage("build")
     compiling.announce(channel.send)  # compiles after the build stage are timed as builds
-    guarded = load_guarded(job, module)
+    guarded = load_guarded(job, module, clocks)
     guarded.check_harness()
     guarded.check_world()
 
     channel.stage("verify")
-    verify_trials(guarded, module, job, job.outputs_path, job.kept_trials())
+    per_run_bytes = verify_trials(guarded, module, job, job.outputs_path, job.kept_trials())
     guarded.check_harness()
     channel.send("verified")
-    if sys.stdin.readline().strip() != "time":
+    command = timed_runs.read_command()
+    if len(command) != 2 or command[0] != "time":
         return
+    draw = int(command[1])  # fresh OS randomness, drawn by the parent after verification
 
     channel.stage("time")
+    budget = timed_runs.keep_budget(job)
     try:
-        stats, prints = time_model(guarded.model, module, job, clocks, with_prints=True)
+        stats, kept = time_model(guarded.model, module, job, clocks, draw, budget, per_run_bytes)
     except Exception as exc:
         guarded.check_world()
         raise CandidateFailure(
@@ -323,16 +311,47 @@ def run_candidate(job: Job, channel: Channel) -> None:
         ) from exc
     guarded.check_harness()
     guarded.check_world()
-    channel.send("timing", timing=asdict(stats), fingerprints=prints)
-    command = sys.stdin.readline().strip()
-    if command == "profile":
+    channel.send("timing", timing=asdict(stats), runs=len(kept))
+    command = timed_runs.read_command()
+    burst: list[list[Any]] = []
+    if command[:1] == ["burst"]:
+        import torch
+
+        def sync() -> None:
+            synchronize(job.device)
+
+        channel.stage("time-burst")  # under the time stage's limit
+        try:
+            with torch.no_grad():
+                burst = timed_runs.run_burst(
+                    guarded.model, module, job, draw, int(command[1]), budget, channel.send, sync
+                )
+        except Exception as exc:
+            guarded.check_world()
+            raise CandidateFailure(
+                "RUNTIME_ERROR",
+                f"forward raised {type(exc).__name__} in back-to-back calls: {exc}",
+                traceback=traceback.format_exc(),
+            ) from exc
+        guarded.check_harness()
+        guarded.check_world()
+        command = timed_runs.read_command()
+    if command[:1] == ["reveal"]:
+        runs, _, calls = " ".join(command[1:]).partition("|")
+        path = timed_runs.timed_path(job.outputs_path)
+        chosen_runs, chosen_calls = [int(r) for r in runs.split()], [int(c) for c in calls.split()]
+        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls)
+        channel.send("revealed")
+        command = timed_runs.read_command()
+    del kept, burst
+    if command[:1] == ["profile"]:
         channel.stage("profile")
         profiled = profile_model(guarded, module, job)
         guarded.check_harness()
         guarded.check_world()
         channel.send("profile", profile=asdict(profiled))
-        command = sys.stdin.readline().strip()
-    if command == "unseen" and job.unseen is not None:
+        command = timed_runs.read_command()
+    if command[:1] == ["unseen"] and job.unseen is not None:
         verify_unseen(guarded, job, channel)
 
 
@@ -358,10 +377,10 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
 
 def verify_trials(
     guarded: Guarded, module: Any, job: Job, outputs_path: str, kept: list[int]
-) -> None:
+) -> int:
     """The verification trials the reference kept on one model, in order: each trial's
     outputs, and the buffers the reference's forward changes as they stand after it, saved
-    for the parent."""
+    for the parent. Returns the bytes of one trial's outputs."""
     import torch
 
     trials, states = [], []
@@ -371,6 +390,7 @@ def verify_trials(
         states.append(model_buffers.reported(guarded.model, job.buffer_names))
     torch.save(trials, outputs_path)
     torch.save(states, model_buffers.buffers_path(outputs_path))
+    return max((timed_runs.output_bytes(t) for t in trials), default=0)
 
 
 def profile_model(guarded: Guarded, module: Any, job: Job) -> Any:
@@ -422,36 +442,46 @@ def run_ncu(job: Job, channel: Channel) -> None:
 
 
 def time_model(
-    model: Any, module: Any, job: Job, clocks: Clocks, with_prints: bool
-) -> tuple[Any, list[Any]]:
-    """Timed runs, each on fresh inputs copied into the same buffers outside the timed region;
-    the outputs of every timed run are fingerprinted for the parent to check."""
+    model: Any,
+    module: Any,
+    job: Job,
+    clocks: Clocks,
+    draw: int | None = None,
+    keep_budget: int = 0,
+    per_run_bytes: int = 0,
+) -> tuple[Any, list[list[Any]]]:
+    """Timed runs, each on fresh inputs copied into the same buffers outside the timed region
+    (a candidate's seeded by the parent's draw). With a budget, the whole outputs of every
+    timed run are kept (copied after the run, outside the timed region) for the parent to
+    check after the fact; runs whose outputs would not all fit are not made."""
     import torch
 
-    buffers = job_inputs.timing_inputs(module, job, 0)
+    runs = job.timed_runs
+    if keep_budget:
+        runs = timed_runs.affordable_runs(runs, per_run_bytes, keep_budget)
+    buffers = job_inputs.timing_inputs(module, job, 0, draw)
     last: list[Any] = [None]
-    prints: list[Any] = []
+    kept: list[list[Any]] = []
 
     def refresh(run: int) -> None:
-        for buffer, fresh in zip(buffers, job_inputs.timing_inputs(module, job, run), strict=True):
+        fresh_inputs = job_inputs.timing_inputs(module, job, run, draw)
+        for buffer, fresh in zip(buffers, fresh_inputs, strict=True):
             if isinstance(buffer, torch.Tensor):
                 buffer.copy_(fresh)
 
     def record(run: int) -> None:
-        if with_prints:
-            out = last[0]
-            items = list(out) if isinstance(out, list | tuple) else [out]
-            prints.append(fingerprint(items, job.timing_seed(run)))
+        if keep_budget:
+            kept.append([t.detach().clone() for t in timed_runs.as_list(last[0])])
 
     def call() -> None:
         last[0] = model(*buffers)
 
     method = METHODS[job.timing_method]
     with torch.no_grad():
-        stats = method(call, clocks, job.warmup, job.timed_runs, refresh, record)
+        stats = method(call, clocks, job.warmup, runs, refresh, record)
     if not job.timing_meaningful:
         stats = replace(stats, meaningful=False)
-    return stats, prints
+    return stats, kept
 
 
 def run_reference(job: Job, channel: Channel) -> None:
@@ -503,22 +533,65 @@ def run_reference(job: Job, channel: Channel) -> None:
         float32_s,
     )
     warnings += [*kept.notes, *filter(None, [why])]
-    started = time.perf_counter()  # per call: inputs, the call and its fingerprint (limits.py)
-    prints = [
-        fingerprint(forward(job_inputs.timing_inputs(module, job, run)), job.timing_seed(run))
-        for run in range(job.timed_runs)
-    ]
-    per_call_ms = (time.perf_counter() - started) * 1e3 / max(job.timed_runs, 1)
+    calls = min(job.timed_runs, PER_CALL_RUNS)
+    started = time.perf_counter()  # per call: its inputs, the call, a copy (limits.py)
+    for run in range(calls):
+        [t.to("cpu") for t in forward(job_inputs.timing_inputs(module, job, run))]
+    per_call_ms = (time.perf_counter() - started) * 1e3 / max(calls, 1)
     torch.save([trials[t] for t in kept.trial_ids], job.outputs_path)
     torch.save([states[t] for t in kept.trial_ids], model_buffers.buffers_path(job.outputs_path))
     torch.save(float64, exact.exact_path(job.outputs_path))
     channel.send(
         "reference",
         warnings=warnings,
-        fingerprints=prints,
         per_call_ms=per_call_ms,
         trials=asdict(kept),
     )
+    serve_oracle(forward, module, job, channel)
+
+
+def serve_oracle(
+    forward: Callable[[list[Any]], list[Any]], module: Any, job: Job, channel: Channel
+) -> None:
+    """The reference's outputs for a candidate's timed runs, on request, in this process
+    that never loads a candidate: `runs DRAW R...` answers with the outputs of timed runs
+    R under the parent's draw (evaluator/oracle.py), until stdin closes or says `stop`."""
+    import torch
+
+    asked = 0
+    while (command := sys.stdin.readline().split())[:1] == ["runs"]:
+        channel.stage("oracle")
+        draw = int(command[1])
+        outputs = [
+            [
+                t.detach().to("cpu").clone()
+                for t in forward(job_inputs.timing_inputs(module, job, r, draw))
+            ]
+            for r in (int(x) for x in command[2:])
+        ]
+        asked += 1
+        path = f"{job.outputs_path}.oracle-{asked}"
+        torch.save(outputs, path)
+        channel.send("oracle", path=path)
+
+
+def run_oracle(job: Job, channel: Channel) -> None:
+    """An oracle on its own (the reference's child that served one has ended): the
+    reference's model, built as the reference's child builds it, answering requests."""
+    import torch
+
+    channel.stage("reference")
+    module = exec_problem(job.problem)
+    model = build_model(module.Model, module, job)
+
+    def forward(inputs: list[Any]) -> list[Any]:
+        with torch.no_grad():
+            out = model(*inputs)
+        synchronize(job.device)
+        return list(out) if isinstance(out, list | tuple) else [out]
+
+    channel.send("oracle-ready")
+    serve_oracle(forward, module, job, channel)
 
 
 def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:
@@ -547,6 +620,7 @@ MODES = {
     "reference": run_reference,
     "baseline": run_baselines,
     "ncu": run_ncu,
+    "oracle": run_oracle,
 }
 
 
@@ -568,7 +642,8 @@ def main(argv: list[str]) -> int:
     channel = Channel(int(fd))
     if job.mode in ("candidate", "ncu"):
         guards.drop_privileges()
-        if not confine_child(job.mode, job.writable, channel.send):  # no Landlock: it said why
+        hidden = (str(private_dir(cache_dir())),)  # the evaluators' key: cache_seal.py
+        if not confine_child(job.mode, job.writable, channel.send, hidden=hidden):  # it said why
             channel.send("done")
             return 0
     limit_memory(job)

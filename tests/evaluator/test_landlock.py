@@ -199,3 +199,46 @@ def test_struct_layouts_match_the_kernel_uapi():
     assert (attr.handled_access_net.offset, attr.scoped.offset) == (8, 16)
     assert ctypes.sizeof(rule) == 12 and rule.parent_fd.offset == 8  # packed
     assert errno.EXDEV == 18  # the errno the adversarial tests expect for a refused link
+
+
+HIDE = r"""
+import json, os, sys
+from kforge_search.evaluator import landlock
+
+inside, hidden, beside = sys.argv[1], sys.argv[2], sys.argv[3]
+confinement = landlock.restrict([inside], landlock.device_grants(), hidden=[hidden])
+seen = {"enforced": confinement.enforced}
+for name, path in (("hidden", os.path.join(hidden, "key")), ("beside", beside),
+                   ("python", sys.executable), ("inside", os.path.join(inside, "mine"))):
+    try:
+        with open(path, "rb") as f:
+            f.read(1)
+        seen[name] = "ok"
+    except OSError as exc:
+        seen[name] = __import__("errno").errorcode.get(exc.errno, str(exc.errno))
+seen["listing"] = sorted(os.listdir(hidden))
+print(json.dumps(seen))
+"""
+
+
+@needs_landlock
+def test_a_hidden_folder_cannot_be_read_and_the_rest_can(tmp_path):
+    """The evaluators' key (cache_seal.py) lives in a folder the candidate may not read."""
+    inside, hidden = tmp_path / "work", tmp_path / "cache" / "private"
+    inside.mkdir()
+    hidden.mkdir(parents=True)
+    (hidden / "key").write_bytes(b"k" * 32)
+    (inside / "mine").write_text("x")
+    beside = tmp_path / "cache" / "baselines.json"
+    beside.write_text("{}")
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", HIDE, str(inside), str(hidden), str(beside)],
+        capture_output=True, text=True, cwd=root, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["enforced"] is True
+    assert seen["hidden"] == "EACCES", seen
+    assert seen["beside"] == seen["python"] == seen["inside"] == "ok", seen
+    assert seen["listing"] == ["key"]  # names may be listed, not read

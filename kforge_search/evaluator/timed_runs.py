@@ -1,0 +1,126 @@
+"""A candidate's timed runs, kept for the parent to check after the fact (child side).
+
+The parent sends the timing draw (fresh OS randomness) only once the candidate is loaded and
+verified, so no timed input can be known in advance. The child keeps the whole outputs of
+every timed run, then runs a burst of back-to-back calls on the same runs' inputs that the
+parent times with its own clock, and then saves the outputs of the runs and burst calls the
+parent chose (after they ran) for the parent to compare with a candidate-free oracle's
+(pipeline.py, oracle.py). Which runs are checked is decided after the candidate has
+returned them all, so it cannot skip or forge any run it guesses is unchecked.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kforge_search.evaluator import inputs as job_inputs
+from kforge_search.evaluator.job import Job
+
+KEEP_CUDA_BYTES = 4 * 2**30  # at most this much of kept outputs on a GPU ...
+KEEP_CUDA_SHARE = 0.25  # ... and at most this share of its free memory
+KEEP_CPU_BYTES = 2 * 2**30
+MIN_RUNS = 3  # timed runs, however large the outputs (the budget is exceeded for them)
+
+
+def timed_path(outputs_path: str) -> str:
+    """Where the child saves the chosen runs' outputs, beside its verification outputs."""
+    return f"{outputs_path}.timed"
+
+
+def output_bytes(outputs: list[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in outputs)
+
+
+def keep_budget(job: Job) -> int:
+    """Bytes the kept outputs (and the burst's inputs) may take on the job's device."""
+    import torch
+
+    if job.device.startswith("cuda"):
+        free, _ = torch.cuda.mem_get_info()
+        return int(min(KEEP_CUDA_BYTES, KEEP_CUDA_SHARE * free))
+    limit = job.memory_limit_mb * 2**20 // 4 if job.memory_limit_mb else KEEP_CPU_BYTES
+    return int(min(KEEP_CPU_BYTES, limit))
+
+
+def affordable_runs(wanted: int, per_run_bytes: int, budget: int) -> int:
+    """Timed runs whose outputs all fit the budget (at least MIN_RUNS, at most `wanted`)."""
+    fits = budget // max(per_run_bytes, 1)
+    return max(min(wanted, MIN_RUNS), min(wanted, fits))
+
+
+def as_list(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, list | tuple) else [out]
+
+
+def read_command() -> list[str]:
+    """The parent's next command line on stdin, split into words ([] once it is closed)."""
+    return sys.stdin.readline().split()
+
+
+def run_burst(
+    call: Callable[..., Any],
+    module: Any,
+    job: Job,
+    draw: int,
+    wanted: int,
+    budget: int,
+    send: Callable[..., None],
+    synchronize: Callable[[], None],
+) -> list[list[Any]]:
+    """Back-to-back calls on the inputs of timed runs 0..n-1 (each call its own input
+    buffers, made beforehand), between "burst-ready" and "burst": the parent times them with
+    its own clock. Their outputs are kept (the parent may check any of them)."""
+    sets = [job_inputs.timing_inputs(module, job, 0, draw)]
+    set_bytes = sum(x.numel() * x.element_size() for x in sets[0] if hasattr(x, "numel"))
+    first = as_list(call(*sets[0]))
+    per_call = set_bytes + output_bytes(first)
+    n = max(1, min(wanted, budget // max(per_call, 1)))
+    sets = []
+    states = []  # torch's generators as each run's inputs left them (random operators)
+    for run in range(n):
+        sets.append(job_inputs.timing_inputs(module, job, run, draw))
+        states.append(rng_states(job.device))
+    synchronize()
+    send("burst-ready", calls=n)
+    if read_command() != ["go"]:
+        return []
+    # each call starts from the generators' state its inputs left, as in a timed run (a
+    # dropout draws what the oracle's does); its outputs are copied as it returns (a
+    # candidate may return one buffer of its own every call): both are in the parent's
+    # wall time, and small beside a call
+    outs = []
+    for inputs, state in zip(sets, states, strict=True):
+        set_rng_states(job.device, state)
+        outs.append([t.detach().clone() for t in as_list(call(*inputs))])
+    synchronize()
+    send("burst", calls=n)
+    return outs
+
+
+def rng_states(device: str) -> tuple[Any, Any]:
+    import torch
+
+    cuda = torch.cuda.get_rng_state() if device.startswith("cuda") else None
+    return torch.get_rng_state(), cuda
+
+
+def set_rng_states(device: str, states: tuple[Any, Any]) -> None:
+    import torch
+
+    torch.set_rng_state(states[0])
+    if states[1] is not None:
+        torch.cuda.set_rng_state(states[1])
+
+
+def save_chosen(
+    path: str, timed: list[list[Any]], burst: list[list[Any]], runs: list[int], calls: list[int]
+) -> None:
+    """The chosen timed runs' and burst calls' outputs, in that order, on the CPU."""
+    import torch
+
+    chosen = [timed[r] for r in runs if r < len(timed)]
+    chosen += [burst[c] for c in calls if c < len(burst)]
+    torch.save([[t.to("cpu").clone() for t in outs] for outs in chosen], Path(path))
