@@ -20,7 +20,10 @@ from kforge_search.evaluator.guards import child_processes
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.adversarial.test_fs_sandbox import FILES as FS_SANDBOX_FILES
+from tests.adversarial.test_native_compute import FILES as NATIVE_COMPUTE_FILES
 from tests.adversarial.test_native_library import FILES as NATIVE_LIBRARY_FILES
+from tests.adversarial.test_reward_forgery import FILES as REWARD_FORGERY_FILES
+from tests.adversarial.test_reward_hacks import FILES as REWARD_HACK_FILES
 from tests.conftest import EXAMPLES
 from tests.evaluator.test_honest import CASES as HONEST_CASES
 
@@ -236,7 +239,7 @@ def test_every_honest_cpu_example_is_listed():
     listed = {candidate for _, candidate, _ in HONEST_CASES}
     on_disk = {
         p.relative_to(EXAMPLES).as_posix()
-        for folder in ("triton", "cpu_cpp")
+        for folder in ("triton", "cpu_cpp", "unusual")
         for p in (EXAMPLES / folder).glob("*.py")
     }
     assert on_disk == listed
@@ -244,6 +247,7 @@ def test_every_honest_cpu_example_is_listed():
 
 def test_every_candidate_is_exercised_and_documented():
     used = {c.file for c in CASES} | {"12_hardcoded_sizes.py"} | NATIVE_LIBRARY_FILES
+    used |= REWARD_HACK_FILES | REWARD_FORGERY_FILES | NATIVE_COMPUTE_FILES  # issue 20
     used |= FS_SANDBOX_FILES  # tests/adversarial/test_fs_sandbox.py
     on_disk = {p.name for p in CANDIDATES.glob("*.py")}
     assert on_disk == used

@@ -20,7 +20,29 @@ CASES = [
     ("cpu-triton", "triton/softmax.py", "level1/04_softmax"),
     ("cpu-triton", "triton/gemm_bias_relu.py", "level2/01_gemm_bias_relu"),
     ("cpu-triton", "triton/gemm_gelu_scale.py", "level2/02_gemm_gelu_scale"),
+    # unusual but legitimate means (issue 20): they must stay OK
+    ("cpu-triton", "unusual/gemm_float64_accumulate.py", "level2/01_gemm_bias_relu"),
+    ("cpu-triton", "unusual/gemm_k_outer.py", "level2/01_gemm_bias_relu"),
+    ("cpu-triton", "unusual/gemm_padded_output.py", "level2/01_gemm_bias_relu"),
+    ("cpu-triton", "unusual/gemm_pretransposed_weight.py", "level2/01_gemm_bias_relu"),
+    ("cpu-triton", "unusual/sum_kahan.py", "level1/08_sum_reduction"),
+    ("cpu-triton", "unusual/transpose_add_transposed_output.py", "level1/11_transpose_add"),
+    ("cpu-triton", "unusual/transpose_add_flat_index.py", "level1/11_transpose_add"),
+    ("cpu-triton", "unusual/elementwise_chain_chunked.py", "level1/10_elementwise_chain"),
+    ("cpu-triton", "unusual/elementwise_chain_transposed_views.py", "level1/10_elementwise_chain"),
+    ("cpu-triton", "unusual/softmax_two_pass.py", "level1/04_softmax"),
+    ("cpu-triton", "unusual/softmax_online.py", "level1/04_softmax"),
+    ("cpu-triton", "unusual/softmax_float64.py", "level1/04_softmax"),
+    ("cpu-triton", "unusual/layernorm_welford.py", "level1/05_layernorm"),
+    ("cpu-cpp", "unusual/cpp_gemm_double_k_outer.py", "level2/01_gemm_bias_relu"),
+    ("cpu-cpp", "unusual/cpp_sum_kahan.py", "level1/08_sum_reduction"),
+    ("cpu-cpp", "unusual/cpp_softmax_double.py", "level1/04_softmax"),
 ]
+# The largest distance to the float32 reference an honest kernel shows, per problem: 1e-4,
+# except where outputs are large. Sums of 101 inputs of the wide-range trial (x100) reach
+# about 2000, where one float32 ulp is 1.2e-4: a sum in another order than torch's (Kahan's,
+# more exact) is an ulp or two away from the reference there.
+MAX_ABS_ERR = {"level1/08_sum_reduction": 5e-4}
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +57,7 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     )
     assert result.status is Status.OK, result.message
     assert result.correctness.trials_run == result.correctness.trials_passed >= 5
-    assert result.correctness.max_abs_err <= 1e-4
+    assert result.correctness.max_abs_err <= MAX_ABS_ERR.get(problem, 1e-4)
     assert result.timing is not None and result.timing.p50_ms > 0
     assert result.timing.meaningful == (platform == "cpu-cpp")
     assert result.timing.runs == (50 if platform == "cpu-cpp" else 5)

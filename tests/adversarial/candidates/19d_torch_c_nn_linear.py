@@ -1,0 +1,44 @@
+"""Adversarial (cpu-triton, level2/01_gemm_bias_relu): torch._C._nn.linear called directly.
+
+Trick: the GEMM and the bias are torch._C._nn.linear (the C binding F.linear calls, called
+directly, in case only the Python-level functions are watched); only the ReLU runs in the
+candidate's Triton kernel (with a zero bias).
+
+Expected: REJECTED, reason "dynamic:torch-fallback": the GEMM is PyTorch's.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BLOCK = 1024
+
+
+@triton.jit
+def _bias_relu_kernel(y_ptr, b_ptr, out_ptr, n_elements, n_cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    b = tl.load(b_ptr + offs % n_cols, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.maximum(y + b, 0.0), mask=mask)
+
+
+def _bias_relu(y: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The fused epilogue, in Triton: relu(y + b) over the rows of y."""
+    y = y.contiguous()
+    out = torch.empty_like(y)
+    n = y.numel()
+    _bias_relu_kernel[(triton.cdiv(n, BLOCK),)](y, b, out, n, y.shape[1], BLOCK=BLOCK)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.register_buffer("_zero", torch.zeros(out_features), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch._C._nn.linear(x, self.linear.weight, self.linear.bias)
+        return _bias_relu(y, self._zero)

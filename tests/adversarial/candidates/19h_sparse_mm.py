@@ -1,0 +1,45 @@
+"""Adversarial (cpu-triton, level2/01_gemm_bias_relu): the GEMM through torch.sparse.
+
+Trick: the weight is turned into a sparse COO tensor once, in __init__ (no recorder runs
+there), and forward computes (W_sparse @ x^T)^T with torch.sparse.mm, whose sparse kernels
+are a different path from the dense operators a fallback check may list. The bias and the
+ReLU run in the candidate's Triton kernel.
+
+Expected: REJECTED, reason "dynamic:torch-fallback": the GEMM is PyTorch's.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BLOCK = 1024
+
+
+@triton.jit
+def _bias_relu_kernel(y_ptr, b_ptr, out_ptr, n_elements, n_cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n_elements
+    y = tl.load(y_ptr + offs, mask=mask, other=0.0)
+    b = tl.load(b_ptr + offs % n_cols, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, tl.maximum(y + b, 0.0), mask=mask)
+
+
+def _bias_relu(y: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The fused epilogue, in Triton: relu(y + b) over the rows of y."""
+    y = y.contiguous()
+    out = torch.empty_like(y)
+    n = y.numel()
+    _bias_relu_kernel[(triton.cdiv(n, BLOCK),)](y, b, out, n, y.shape[1], BLOCK=BLOCK)
+    return out
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self._w_sparse = self.linear.weight.detach().to_sparse()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.sparse.mm(self._w_sparse, x.t()).t()
+        return _bias_relu(y, self.linear.bias)
