@@ -153,6 +153,11 @@ class Reference:
         return [str(t.dtype).removeprefix("torch.") for t in self.outputs[0]]
 
     @property
+    def output_bytes(self) -> int:
+        """One trial's outputs, in bytes."""
+        return sum(t.numel() * t.element_size() for t in self.outputs[0]) if self.outputs else 0
+
+    @property
     def buffer_names(self) -> tuple[str, ...]:
         """Every buffer some trial's forward changed: a candidate reports these."""
         return tuple(sorted({name for trial in self.buffers for name in trial}))
@@ -673,10 +678,8 @@ class Evaluator:
                 calls = int(event["calls"])
                 if problem := timed_check.wall_problem(timing, wall_ms, calls):
                     return self._rejected(base, child, problem, correctness, timing)
-                chosen = (
-                    timed_check.choose(runs, timed_check.REVEAL_RUNS),
-                    timed_check.choose(calls, timed_check.REVEAL_CALLS),
-                )
+                k_runs, k_calls = timed_check.reveal_counts(ref.output_bytes)
+                chosen = (timed_check.choose(runs, k_runs), timed_check.choose(calls, k_calls))
                 child.send(_reveal(*chosen))
             elif kind == "revealed":
                 try:

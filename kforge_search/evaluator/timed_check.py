@@ -20,6 +20,7 @@ from kforge_search.evaluator.result import TimingStats
 
 REVEAL_RUNS = 4  # timed runs whose whole outputs are checked, chosen after they all ran
 REVEAL_CALLS = 2  # burst calls checked likewise
+REVEAL_BYTES = 1 << 30  # at most this much of outputs checked (they cross the disk twice)
 BURST_TARGET_MS = 50.0  # the burst's length by the timing's own claim
 BURST_MIN_CALLS, BURST_MAX_CALLS = 3, 32
 WALL_FACTOR = 4.0  # a burst call may take this many times the claimed time ...
@@ -41,6 +42,15 @@ def claimed_ms(timing: TimingStats) -> float:
 def burst_calls(timing: TimingStats) -> int:
     wanted = math.ceil(BURST_TARGET_MS / max(claimed_ms(timing), 1e-3))
     return max(BURST_MIN_CALLS, min(BURST_MAX_CALLS, wanted))
+
+
+def reveal_counts(output_bytes: int) -> tuple[int, int]:
+    """How many timed runs and burst calls to check, for outputs of this size (the
+    reference's): all of REVEAL_RUNS and REVEAL_CALLS where they fit REVEAL_BYTES, else
+    fewer, at least one of each (a 256 MiB output: 3 runs and 1 call)."""
+    fits = REVEAL_BYTES // max(output_bytes, 1)
+    calls = REVEAL_CALLS if fits >= REVEAL_RUNS + REVEAL_CALLS else 1
+    return max(1, min(REVEAL_RUNS, fits - calls)), calls
 
 
 def choose(count: int, k: int) -> list[int]:

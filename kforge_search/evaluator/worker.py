@@ -641,6 +641,10 @@ def main(argv: list[str]) -> int:
     job = Job.load(job_path)
     channel = Channel(int(fd))
     if job.mode in ("candidate", "ncu"):
+        if job.device.startswith("cuda"):  # the driver opens its devices before Landlock:
+            import torch  # after it, CUDA's initialization fails (error 304, on the H100)
+
+            torch.cuda.init()
         guards.drop_privileges()
         hidden = (str(private_dir(cache_dir())),)  # the evaluators' key: cache_seal.py
         if not confine_child(job.mode, job.writable, channel.send, hidden=hidden):  # it said why

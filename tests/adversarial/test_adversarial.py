@@ -22,8 +22,10 @@ from kforge_search.problem import resolve_problem
 from tests.adversarial.test_fs_sandbox import FILES as FS_SANDBOX_FILES
 from tests.adversarial.test_native_compute import FILES as NATIVE_COMPUTE_FILES
 from tests.adversarial.test_native_library import FILES as NATIVE_LIBRARY_FILES
+from tests.adversarial.test_pyaudit_attacks import FILES as PYAUDIT_FILES
 from tests.adversarial.test_reward_forgery import FILES as REWARD_FORGERY_FILES
 from tests.adversarial.test_reward_hacks import FILES as REWARD_HACK_FILES
+from tests.adversarial.test_timed_runs import FILES as TIMED_RUN_FILES
 from tests.conftest import EXAMPLES
 from tests.evaluator.test_honest import CASES as HONEST_CASES
 
@@ -68,7 +70,7 @@ CASES = [
     Case("04b_scribble_input.py", "cpu-triton", CHAIN, "ci", "strict", REJECTED,
          _reasons("dynamic:input-mutated")),
     Case("05_output_cache.py", "cpu-triton", CHAIN, "ci", "strict", INCORRECT_OR_REJECTED,
-         _reasons("timing:stale-output")),
+         _reasons("timing:stale-output", "timing:wall-clock")),
     Case("06_uninitialized_output.py", "cpu-triton", CHAIN, "ci", "strict", INCORRECT),
     Case("07a_patch_perf_counter.py", "cpu-triton", CHAIN, "ci", "strict", REJECTED,
          _reasons("dynamic:harness-patched")),
@@ -105,7 +107,7 @@ CASES = [
     Case("01b_torch_fallback_gemm.py", "cuda-triton", GEMM, "ci", "strict", REJECTED,
          _reasons("dynamic:torch-fallback")),
     Case("05_output_cache.py", "cuda-triton", CHAIN, "ci", "strict", INCORRECT_OR_REJECTED,
-         _reasons("timing:stale-output")),
+         _reasons("timing:stale-output", "timing:wall-clock")),
     Case("07b_patch_evaluator_timing.py", "cuda-triton", CHAIN, "ci", "strict", REJECTED,
          _reasons("dynamic:harness-patched")),
     Case("10_first_calls_only.py", "cuda-triton", CHAIN, "ci", "strict", INCORRECT_OR_REJECTED,
@@ -121,6 +123,7 @@ REASON_WORDS = {
     "timing:hidden-work": ("hidden", "stream"),
     "dynamic:input-mutated": ("input",),
     "timing:stale-output": ("stale", "reuse", "cache", "same output"),
+    "timing:wall-clock": ("clock",),
     "dynamic:harness-patched": ("patch", "replaced", "harness"),
     "dynamic:background-thread": ("thread",),
     "dynamic:output-type": ("dense", "subclass", "plain"),
@@ -144,7 +147,12 @@ def evaluators():
 
     def get(policy: str = "strict") -> Evaluator:
         if policy not in made:
-            made[policy] = Evaluator(EvalConfig(policy=policy, baselines=(), verify_timeout_s=60))
+            # the Python guards off: these cases test the layers behind the static rules and
+            # the audit hook, which refuse most of them first (test_pyaudit_attacks.py)
+            config = EvalConfig(
+                policy=policy, baselines=(), verify_timeout_s=60, python_guards=False
+            )
+            made[policy] = Evaluator(config)
         return made[policy]
 
     return get
@@ -249,6 +257,7 @@ def test_every_candidate_is_exercised_and_documented():
     used = {c.file for c in CASES} | {"12_hardcoded_sizes.py"} | NATIVE_LIBRARY_FILES
     used |= REWARD_HACK_FILES | REWARD_FORGERY_FILES | NATIVE_COMPUTE_FILES  # issue 20
     used |= FS_SANDBOX_FILES  # tests/adversarial/test_fs_sandbox.py
+    used |= PYAUDIT_FILES | set(TIMED_RUN_FILES)  # test_pyaudit_attacks.py, test_timed_runs.py
     on_disk = {p.name for p in CANDIDATES.glob("*.py")}
     assert on_disk == used
     for path in CANDIDATES.glob("*.py"):

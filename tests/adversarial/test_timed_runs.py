@@ -103,3 +103,9 @@ def test_runs_are_chosen_from_os_randomness():
     assert len(picks) > 1 and all(len(p) == 4 and list(p) == sorted(set(p)) for p in picks)
     assert timed_check.choose(2, 4) == [0, 1]
     assert timed_check.draw() != timed_check.draw()
+
+
+def test_fewer_outputs_are_checked_where_they_are_large():
+    assert timed_check.reveal_counts(4 * 2**20) == (4, 2)
+    assert timed_check.reveal_counts(256 * 2**20) == (3, 1)
+    assert timed_check.reveal_counts(2 * 2**30) == (1, 1)

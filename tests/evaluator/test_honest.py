@@ -104,14 +104,18 @@ def test_the_next_candidate_runs_in_the_warm_spare(evaluator):
     problem = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
     source = EXAMPLES / "cpu_cpp/gemm_bias_relu.py"
     evaluator.evaluate(source, problem, get_platform("cpu-cpp"))
-    (spare,) = evaluator.helper_pids()
+    (spare,) = evaluator.spare_pids()
+    oracles = evaluator.oracle_pids()  # the references' children, kept: oracle.py
     result = evaluator.evaluate(source, problem, get_platform("cpu-cpp"))
     assert result.status is Status.OK and result.generalizes == "yes", result.message
     assert dict(result.phases).get("setup", 0.0) < 0.5  # torch was imported before the job
-    (after,) = evaluator.helper_pids()
+    (after,) = evaluator.spare_pids()
     assert after != spare and not _alive(spare) and _alive(after)
+    assert evaluator.oracle_pids() == oracles and all(map(_alive, oracles))  # the same answered
     other = Evaluator(EvalConfig(baselines=(), spare_child=False))
     assert other.evaluate(source, problem, get_platform("cpu-cpp")).ok
-    assert other.helper_pids() == []
+    assert other.spare_pids() == []
+    other.close()
     evaluator.close()
     assert evaluator.helper_pids() == [] and not _alive(after)
+    assert oracles and not any(map(_alive, oracles))
