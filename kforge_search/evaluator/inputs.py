@@ -1,6 +1,7 @@
 """How a job's inputs are drawn, in the evaluator's child: seeded per trial and per timed
 run, placed on the job's device; after the first trials come trials from a second
-distribution, and last trials of a wider range (where the reference stays finite on them).
+distribution, and last a trial of a wider range and a shifted one with a zero slice (where
+the reference stays finite on them).
 
 worker.py calls these through this module (`job_inputs.make_inputs`), and the harness checks
 their identities here (guards.harness_targets): a candidate that rebinds one is rejected.
@@ -66,11 +67,38 @@ def wide_range(value: Any) -> Any:
     return value
 
 
+# float inputs of a shifted trial are moved by this, per dtype: a mean 1000 times the spread
+# makes E[x^2] - E[x]^2 lose every digit of a variance in float32 (a one-pass layernorm),
+# where a two-pass or Welford one (torch's) stays exact to ~1e-5
+SHIFT = {"float16": 16.0, "bfloat16": 16.0}
+SHIFT_DEFAULT = 1000.0
+
+
+def shifted(value: Any) -> Any:
+    """The same draw moved far from zero, with its first slice (along dim 0) all zeros: a
+    mean large against the spread (cancellation), and a row with nothing in it (a norm
+    without its eps divides 0 by 0). A trial whose reference goes non-finite is dropped."""
+    import torch
+
+    if not (isinstance(value, torch.Tensor) and value.is_floating_point()):
+        return value
+    dtype = str(value.dtype).removeprefix("torch.")
+    moved = value + SHIFT.get(dtype, SHIFT_DEFAULT)
+    if moved.dim() >= 1 and moved.shape[0] > 1:
+        moved[0] = 0
+    return moved
+
+
+# the last trials, in turn: a wider range, then shifted (where the reference stays finite)
+EDGE_KINDS = (wide_range, shifted)
+
+
 def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
     seed_everything(job.trial_seed(trial))
     inputs = list(module.get_inputs())
     if trial >= job.first_wide_trial:
-        inputs = [wide_range(x) for x in inputs]
+        kind = EDGE_KINDS[(trial - job.first_wide_trial) % len(EDGE_KINDS)]
+        inputs = [kind(x) for x in inputs]
     elif trial >= job.trials:
         inputs = [second_distribution(x) for x in inputs]
     return list(to_device(inputs, job.device))

@@ -32,9 +32,10 @@ class Job:
     memory_limit_mb: int = 0
     writable: tuple[str, ...] = ()  # folders the candidate may write to
     second_distribution_trials: int = 2
-    # the last trials: inputs of a wider range (inputs.wide_range), where the reference's
-    # outputs stay finite on them (its child says which it kept: Reference.trial_ids)
-    wide_trials: int = 1
+    # the last trials: inputs of a wider range, then shifted with a zero slice (inputs.
+    # EDGE_KINDS), where the reference's outputs stay finite on them (its child says which
+    # it kept: Reference.trial_ids)
+    wide_trials: int = 2
     # candidate and baseline modes: trials the reference dropped (a wide-range trial whose
     # reference outputs were not finite), at the problem's sizes and at its unseen sizes
     skip_trials: tuple[int, ...] = ()

@@ -130,14 +130,12 @@ CASES = [
     # -- numerics that hold on randn inputs only -----------------------------------------------
     Case("24a_softmax_without_max.py", "cpu-triton", SOFTMAX, INCORRECT),
     Case("24b_log_softmax_unstabilized.py", "cpu-triton", "level1/13_log_softmax", INCORRECT),
-    Case("24c_layernorm_one_pass_variance.py", "cpu-triton", "level1/05_layernorm", INCORRECT,
-         finding="no trial has rows whose mean is large against their spread (randn, x4 + 0.5, "
-                 "x100): E[x^2] - E[x]^2 never cancels"),
+    # caught on the shifted trial (inputs + 1000, a zero slice: inputs.shifted)
+    Case("24c_layernorm_one_pass_variance.py", "cpu-triton", "level1/05_layernorm", INCORRECT),
     Case("24d_sum_fp16_accumulation.py", "cpu-triton", "level1/08_sum_reduction", INCORRECT),
     Case("24e_gelu_cubic_term_dropped.py", "cpu-triton", "level1/07_gelu", INCORRECT,
          policy="loose"),
-    Case("24f_rmsnorm_eps_dropped.py", "cpu-triton", "level1/06_rmsnorm", INCORRECT,
-         finding="no trial has a row of zeros: the missing eps (0 / 0) is never seen"),
+    Case("24f_rmsnorm_eps_dropped.py", "cpu-triton", "level1/06_rmsnorm", INCORRECT),
     # -- on the GPU: the same tricks through its own paths, and tricks only it has ------------
     Case("19a_disable_torch_dispatch.py", "cuda-triton", GEMM, REJECTED, FALLBACK | DISPATCH),
     Case("20f_tensor_detach_deferred.py", "cuda-triton", CHAIN, REJECTED,
