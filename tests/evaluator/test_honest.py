@@ -38,11 +38,12 @@ CASES = [
     ("cpu-cpp", "unusual/cpp_sum_kahan.py", "level1/08_sum_reduction"),
     ("cpu-cpp", "unusual/cpp_softmax_double.py", "level1/04_softmax"),
 ]
-# The largest distance to the float32 reference an honest kernel shows, per problem: 1e-4,
-# except where outputs are large. Sums of 101 inputs of the wide-range trial (x100) reach
-# about 2000, where one float32 ulp is 1.2e-4: a sum in another order than torch's (Kahan's,
-# more exact) is an ulp or two away from the reference there.
-MAX_ABS_ERR = {"level1/08_sum_reduction": 5e-4}
+# The status is the evaluator's judgement (tolerances scaled on the edge trials); beside it,
+# an honest kernel's largest relative error stays small. Not strict's 1e-4: absolute errors
+# grow with the outputs (the shifted trial's inputs + 1000 make a GEMM's outputs thousands
+# and a sum's ~1e5, one float32 ulp 2.4e-4 and 7.8e-3), and a GEMM output that nearly
+# cancels there shows 2.9e-3 relative to its own size.
+MAX_REL_ERR = 1e-2
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +58,7 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     )
     assert result.status is Status.OK, result.message
     assert result.correctness.trials_run == result.correctness.trials_passed >= 5
-    assert result.correctness.max_abs_err <= MAX_ABS_ERR.get(problem, 1e-4)
+    assert result.correctness.max_rel_err <= MAX_REL_ERR, result.correctness
     assert result.timing is not None and result.timing.p50_ms > 0
     assert result.timing.meaningful == (platform == "cpu-cpp")
     assert result.timing.runs == (50 if platform == "cpu-cpp" else 5)
