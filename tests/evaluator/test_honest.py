@@ -58,7 +58,8 @@ def test_honest_candidate_is_ok(evaluator, platform, candidate, problem):
     )
     assert result.status is Status.OK, result.message
     assert result.correctness.trials_run == result.correctness.trials_passed >= 5
-    assert result.correctness.max_rel_err <= MAX_REL_ERR, result.correctness
+    c = result.correctness  # within strict's atol, or (large outputs) close relative to them
+    assert c.max_abs_err <= 1e-4 or c.max_rel_err <= MAX_REL_ERR, c
     assert result.timing is not None and result.timing.p50_ms > 0
     assert result.timing.meaningful == (platform == "cpu-cpp")
     assert result.timing.runs == (50 if platform == "cpu-cpp" else 5)
