@@ -115,6 +115,7 @@ class Converter:
         self.read: dict[str, int] = {}  # leaf expression -> elements read
         self.updates: list[Update] = []  # buffers the forward updates in place
         self.token_size: dict[str, int] = {}  # the current space's dims tokens -> traced size
+        self.anchored: dict[str, T] = {}  # an input read as the current stage's tile
 
     # -- building nodes --------------------------------------------------------------------
     def _add(self, make: Any) -> int:
@@ -133,6 +134,9 @@ class Converter:
         """A leaf's dims by right-aligning its shape with `ref` (numpy broadcasting). Where
         `ref` has size 1 (a statistic kept as [B, 1]) or no dim at all, the leaf's size names
         the dim: the one dim of the GEMM's space with that size that `ref` lacks."""
+        tile = self.anchored.get(leaf.expr)
+        if tile is not None and tile.shape == leaf.shape and tile.stage == self.stage:
+            return tile  # the stage's own tile: read once
         if leaf.transposed:
             raise UnsupportedError("transposed tensor in an elementwise op", leaf.expr)
         dims: list[str | int] = []
@@ -243,6 +247,27 @@ class Converter:
         node_id = self._add(lambda i: Gemm(i, a_ref, b.expr, b_layout, batched))
         return T(node_id, (*self.lead, "C"), (*lead_shape, n), 0, self.stage)
 
+    def anchor(self, leaf: Leaf) -> T:
+        """Open a stage anchored by nothing: `leaf` (an input or parameter) read as rows of
+        its last dim, the space of everything elementwise on it and of its statistics."""
+        if leaf.transposed:
+            raise UnsupportedError("a transposed input", f"{leaf.expr} before any other op")
+        if len(leaf.shape) < 2:
+            raise UnsupportedError("a one-dimensional input", f"{leaf.expr} of shape {leaf.shape}")
+        if self.stage >= 0:
+            raise UnsupportedError("an op on inputs alone after the first stage", leaf.expr)
+        lead_shape = leaf.shape[:-1]
+        self.lead = tuple(f"L{i}" for i in range(len(lead_shape)))
+        self.read[leaf.expr] = _numel(leaf.shape)
+        self.stage += 1
+        self.space = 0
+        self.token_size = {f"L{i}": size for i, size in enumerate(lead_shape)}
+        self.token_size["C"] = leaf.shape[-1]
+        node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "none"))
+        out = T(node_id, (*self.lead, "C"), leaf.shape, 0, self.stage)
+        self.anchored = {leaf.expr: out}
+        return out
+
     def pool(self, fn: str, x: T, k: Scalar, out_shape: tuple[int, ...]) -> T:
         if x.space != 0 or x.dims[-1] != "C" or kind_of(x.dims, self.lead) is not Kind.MAT:
             raise UnsupportedError(f"{fn}_pool", "only once, along the GEMM's columns")
@@ -329,7 +354,7 @@ def convert(traced: Traced) -> Graph | Unsupported:
     try:
         out = run_graph(converter, traced)
         if not isinstance(out, T) or converter.stage < 0:
-            raise UnsupportedError("a program without a GEMM", "needs Linear, matmul or bmm")
+            raise UnsupportedError("a program that computes nothing", "it returns an input")
         return converter.graph(out)
     except UnsupportedError as exc:
         return exc.unsupported

@@ -3,6 +3,7 @@ class name. A target missing here is `unsupported: <name>`."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from kforge_search.agents.builtin import desugar
@@ -287,11 +288,40 @@ def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
     )
 
 
+# Targets that do not open a stage on an input: GEMMs open their own, views and attributes
+# only describe it.
+NO_ANCHOR = {"linear", "matmul", "mm", "bmm", "einsum", "t", "transpose", "getattr", "getitem",
+             "size", *h.VIEWS, *h.IDENTITY}  # fmt: skip
+NO_ANCHOR_MODULES = {"Linear", "Identity", "Flatten", "Dropout"}
+
+
+def _anchored(cv: Converter, args: A, kwargs: K) -> tuple[A, K]:
+    """The first op of a program on its inputs alone (no GEMM before it) opens a stage
+    anchored by nothing: its largest tensor argument, read as rows of its last dim, stands
+    in for that input from here on (other inputs are aligned against it)."""
+    leaves = [a for a in (*args, *kwargs.values()) if isinstance(a, Leaf)]
+    if cv.stage >= 0 or not leaves:
+        return args, kwargs
+    if any(isinstance(a, T) for a in (*args, *kwargs.values())):
+        return args, kwargs
+    first = max(leaves, key=lambda leaf: math.prod(leaf.shape))
+    tile = cv.anchor(first)
+
+    def swap(value: Any) -> Any:
+        return tile if value is first or value == first else value
+
+    return tuple(swap(a) for a in args), {k: swap(v) for k, v in kwargs.items()}
+
+
 def dispatch(cv: Converter, node: Any, args: A, kwargs: K, gm: Any) -> Any:
     if node.op == "call_module":
         module = gm.get_submodule(node.target)
+        if type(module).__name__ not in NO_ANCHOR_MODULES:
+            args, kwargs = _anchored(cv, args, kwargs)
         return _module(cv, node, module, f"self.{node.target}", args)
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    if str(name) not in NO_ANCHOR:
+        args, kwargs = _anchored(cv, args, kwargs)
     handler = FUNCS.get(str(name))
     if handler is None:
         raise UnsupportedError(str(name) or repr(node.target))

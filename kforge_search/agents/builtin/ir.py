@@ -81,14 +81,25 @@ class Load:
 
 @dataclass(frozen=True)
 class Gemm:
-    """out[r, n] = sum_k a[r, k] * b[k, n]; `b_layout` "nk" when b is stored [N, K]."""
+    """A stage's anchor: the [rows, cols] tile every kernel of the stage walks.
+
+    A GEMM: out[r, n] = sum_k a[r, k] * b[k, n]; `b_layout` "nk" when b is stored [N, K].
+    Anchored by nothing (`anchor`, b_layout "none"): out[r, n] = a[r, n], a tensor read as it
+    is (an input viewed as rows of its last dims, or a value an earlier stage stored). A
+    program without a GEMM gets such a stage, and so does a pass over a value again after a
+    statistic of all of it (x / norm(x)).
+    """
 
     id: int
     a: int | str  # a node id (a computed value) or an input expression such as "x0"
-    b: str  # a parameter or input expression
-    b_layout: str  # "nk" (nn.Linear weight) or "kn"
+    b: str  # a parameter or input expression ("" for an anchor)
+    b_layout: str  # "nk" (nn.Linear weight), "kn" or "none" (an anchor)
     batched: bool = False  # a and b are [B, M, K] and [B, K, N] (bmm)
     kind: Kind = Kind.MAT
+
+    @property
+    def anchor(self) -> bool:
+        return self.b_layout == "none"
 
 
 @dataclass(frozen=True)
@@ -206,7 +217,7 @@ class Graph:
         names = []
         for n in self.nodes:
             if isinstance(n, Gemm):
-                names.append("gemm")
+                names.append("tile" if n.anchor else "gemm")
             elif isinstance(n, Ew):
                 names.append(n.fn)
             elif isinstance(n, Stat):

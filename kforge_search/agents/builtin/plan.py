@@ -225,6 +225,12 @@ def _whole_row_part(graph: Graph, mine: list[int]) -> tuple[int, ...]:
     return tuple(sorted(part))
 
 
+def _reads_input(node: object) -> bool:
+    """An anchor that reads an input: the passes after the tile read the input again rather
+    than a copy of it."""
+    return isinstance(node, Gemm) and node.anchor and isinstance(node.a, str)
+
+
 def lower(graph: Graph) -> Plan | Unsupported:
     try:
         return _lower(graph)
@@ -277,7 +283,8 @@ def _lower(graph: Graph) -> Plan:
         gemm_stores = tuple(
             n
             for n in sorted(phase0)
-            if graph.node(n).kind is Kind.MAT and (n in needed_by_tail or n in outs)
+            if graph.node(n).kind is Kind.MAT
+            and (n in outs or (n in needed_by_tail and not _reads_input(graph.node(n))))
         )
         col_kind = {n for n in col_tail if graph.node(n).kind is Kind.COL}
         rows = (*tail, *row2_tail)

@@ -136,6 +136,9 @@ def stage_sizes(plan: Plan, stage: StagePlan, a: str, w: str, layout: str) -> li
     """Forward lines naming the stage's sizes: M, K, N, pooling, NC, SEG."""
     s = stage.index
     g = stage.gemm
+    if g.anchor:  # the tile is `a` itself: M rows of N columns, nothing contracted
+        lines = [f"M{s}, K{s} = {a}.shape[-2], 1", f"BT{s} = 1", f"N{s} = {a}.shape[-1]"]
+        return [*lines, f"POOL{s} = 1", f"NC{s} = N{s}", _seg_line(plan, s)]
     lines = [f"M{s}, K{s} = {a}.shape[-2], {a}.shape[-1]"]
     lines.append(f"BT{s} = {a}.shape[0]" if g.batched else f"BT{s} = 1")
     lines.append(f"N{s} = {w}.shape[-2]" if layout == "nk" else f"N{s} = {w}.shape[-1]")
@@ -146,8 +149,12 @@ def stage_sizes(plan: Plan, stage: StagePlan, a: str, w: str, layout: str) -> li
         lines.append(f"NC{s} = N{s} // POOL{s}")
     else:
         lines += [f"POOL{s} = 1", f"NC{s} = N{s}"]
-    lines.append(f"SEG{s} = NC{s} // G" if plan.graph.groups is not None else f"SEG{s} = NC{s}")
+    lines.append(_seg_line(plan, s))
     return lines
+
+
+def _seg_line(plan: Plan, s: int) -> str:
+    return f"SEG{s} = NC{s} // G" if plan.graph.groups is not None else f"SEG{s} = NC{s}"
 
 
 def groups_line(plan: Plan) -> str:

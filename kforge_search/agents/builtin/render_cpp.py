@@ -18,7 +18,7 @@ from kforge_search.agents.builtin.plan import Plan, StagePlan
 from kforge_search.agents.builtin.source import model_source
 from kforge_search.agents.builtin.triton_lines import Names, literal
 
-OP_ACC, OP_LOAD, OP_SCALAR, OP_SIZE, OP_STAT, OP_STORE = 100, 101, 102, 103, 104, 105
+OP_ACC, OP_LOAD, OP_SCALAR, OP_SIZE, OP_STAT, OP_STORE, OP_COPY = 100, 101, 102, 103, 104, 105, 106
 KIND_CODE = {Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5}
 STEP_TOP, STEP_STAT, STEP_FINAL = 0, 1, 2
 SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2}
@@ -91,6 +91,12 @@ class StageCode:
         elif isinstance(node, Load):
             name = self.names.tensor(node.tensor, node.kind)
             self.emit(OP_LOAD, self.reg(node_id), self.tensor(name), KIND_CODE[node.kind])
+        elif isinstance(node, Gemm) and node.anchor:  # the tile, read as it is
+            if isinstance(node.a, str):
+                name = self.names.tensor(node.a, Kind.MAT)
+                self.emit(OP_LOAD, self.reg(node_id), self.tensor(name), KIND_CODE[Kind.MAT])
+            else:
+                self.emit(OP_COPY, self.reg(node_id), self.reg(node.a))
         elif isinstance(node, Gemm):
             self.emit(OP_ACC, self.reg(node_id))
         elif isinstance(node, Ew):
@@ -200,7 +206,9 @@ def stage_lines(
     a_lines, a = r.a_operand(plan, stage)
     g = stage.gemm
     layout = g.b_layout
-    if (
+    if g.anchor:  # no GEMM: the library skips it (layout "none"), B is never read
+        w_line, layout = f"w{s} = a{s}", "kn"
+    elif (
         genome.weight_layout == "kn"
         and layout == "nk"
         and g.b.startswith("self.")
@@ -216,7 +224,7 @@ def stage_lines(
     pre_start, pre_n, post_start, post_n, pool_fn, pool_src, pool_dst = epi
     sizes = [f"BT{s}", f"M{s}", f"N{s}", f"K{s}", f"NC{s}", "R", f"SEG{s}", "G", f"POOL{s}"]
     layout_values = [
-        *(pool_fn, pool_src, pool_dst, int(layout == "kn")),
+        *(pool_fn, pool_src, pool_dst, 2 if g.anchor else int(layout == "kn")),
         *(genome.block_m, genome.block_n, genome.block_k, genome.parallel_work),
         *(pre_start, pre_n, post_start, post_n),
         *(bits, len(steps), max(1, len(sc.regs))),

@@ -97,7 +97,7 @@ class StageWriter:
         lines = self._alloc(tuple(dict.fromkeys(apart)))
         grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, {gn.block_n}), 1, BT{s})"
         consts = self._consts(str(gn.block_m), str(gn.block_n))
-        if gn.split_k > 1:
+        if gn.split_k > 1 and not st.gemm.anchor:
             part = self._gemm(f"_kf_s{s}_partial", "partial", (), leaves)
             red = self._gemm(f"_kf_s{s}_reduce", "reduce", stores, leaves)
             self.kernels += [part, red]
@@ -231,6 +231,8 @@ class StageWriter:
 
 def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
     g, s = stage.gemm, stage.index
+    if g.anchor:  # no B: the kernel's B pointer is the tile's own tensor, never read
+        return [f"w{s} = a{s}"], "kn"
     layout, derive = g.b_layout, ""
     if g.b.startswith("self.") and not g.batched:
         if genome.weight_layout == "kn" and layout == "nk":

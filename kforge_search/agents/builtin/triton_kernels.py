@@ -37,8 +37,9 @@ class Kernel:
 
 def tma_capable(stage: StagePlan) -> bool:
     """Whether the stage's operand tiles can come through TMA descriptors: 2-D operands
-    and whole column tiles (pooling reads strided columns; batches have a third dimension)."""
-    return not stage.gemm.batched and stage.pool is None
+    and whole column tiles (pooling reads strided columns; batches have a third dimension).
+    An anchor has no operands to stream."""
+    return not stage.gemm.batched and stage.pool is None and not stage.gemm.anchor
 
 
 def presplit_capable(stage: StagePlan) -> bool:
@@ -77,10 +78,12 @@ def gemm_kernel(
     graph, g, pool = plan.graph, stage.gemm.id, stage.pool
     params = Params()
     lines = Lines(graph, "tile", names, params, leaves)
+    anchor = stage.gemm.anchor
+    tile = lines.compute(g) if anchor else f"v{g} = acc"  # an anchor's tile is loaded
     have, pre, pool_vars = {g}, [], None
     if mode != "partial" and pool is not None:
         pre_ids = r.schedule(graph, (pool.x,), have, leaves)
-        pre = [f"v{g} = acc"] + [lines.compute(n) for n in pre_ids]
+        pre = [tile] + [lines.compute(n) for n in pre_ids]
         pool_vars = {
             "init": "float('-inf')" if pool.fn == "max" else "0.0",
             "combine": f"tl.maximum(pooled, v{pool.x})"
@@ -93,7 +96,7 @@ def gemm_kernel(
         }
         have = {pool.id}
     post_ids = r.schedule(graph, targets, have, leaves) if mode != "partial" else []
-    post = ([] if pool is not None else [f"v{g} = acc"]) + [lines.compute(n) for n in post_ids]
+    post = ([] if pool is not None else [tile]) + [lines.compute(n) for n in post_ids]
     stores = [lines.store(n) for n in targets] if mode != "partial" else []
     source = r.render_template(
         "triton/gemm.py.j2",
@@ -101,6 +104,7 @@ def gemm_kernel(
         mode=mode,
         params=params.names,
         batched=stage.gemm.batched,
+        anchor=anchor,
         precision=genome.precision,
         presplit=uses_presplit(stage, genome),
         promoted=promoted(genome),

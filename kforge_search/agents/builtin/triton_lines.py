@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kforge_search.agents.builtin.ir import Ew, Graph, Kind, Load, Scalar, Size, Stat
+from kforge_search.agents.builtin.ir import Ew, Gemm, Graph, Kind, Load, Scalar, Size, Stat
 from kforge_search.agents.builtin.ops import OPS, REDUCTIONS
 
 SIZES = {"cols": "NC", "seg": "SEG", "rows": "R"}
@@ -75,6 +75,9 @@ class Lines:
         node = self.graph.node(node_id)
         if node_id in self.buffered:
             name = f"b{node_id}"
+        elif isinstance(node, Gemm):  # an anchor: its input, read as a [rows, cols] tile
+            assert node.anchor and isinstance(node.a, str)
+            name = self.names.tensor(node.a, Kind.MAT)
         else:
             assert isinstance(node, Load)
             name = self.names.tensor(node.tensor, node.kind)
@@ -111,6 +114,8 @@ class Lines:
         node = self.graph.node(node_id)
         if node_id in self.buffered or isinstance(node, Load):
             return self.load(node_id)
+        if isinstance(node, Gemm) and node.anchor:  # the stage's tile, read as it is
+            return self.load(node_id) if isinstance(node.a, str) else f"v{node_id} = v{node.a}"
         if isinstance(node, Ew):
             spec = OPS[node.fn]
             self.names.helpers.update(spec.helpers)
