@@ -227,7 +227,9 @@ class Converter:
             if len(a.shape) < 2 or (batched and len(a.shape) != 3):
                 raise UnsupportedError("GEMM input rank", str(a.shape))
             self.lead = tuple(f"L{i}" for i in range(len(a.shape) - 1))
-            a_ref: int | str = a.expr
+            # a transposed input (A.T, stored [K, M]) is read through its strides (Triton)
+            # or copied to rows by the library (C++): the operand is the view A.mT
+            a_ref: int | str = f"{a.expr}.mT" if a.transposed else a.expr
             lead_shape = a.shape[:-1]
         else:
             if a.dims != (*self.lead, "C") or kind_of(a.dims, self.lead) is not Kind.MAT:

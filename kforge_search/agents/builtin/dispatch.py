@@ -163,6 +163,9 @@ FUNCS: dict[str, Any] = {
     "matmul": lambda cv, nd, a, k: h.matmul(cv, a[0], a[1]),
     "mm": lambda cv, nd, a, k: h.matmul(cv, a[0], a[1]),
     "bmm": lambda cv, nd, a, k: h.matmul(cv, a[0], a[1], batched=True),
+    "einsum": lambda cv, nd, a, k: h.einsum(cv, *a),
+    "triu": lambda cv, nd, a, k: h.triangle(cv, "triu", a[0], h._arg(a, k, 1, "diagonal", 0)),
+    "tril": lambda cv, nd, a, k: h.triangle(cv, "tril", a[0], h._arg(a, k, 1, "diagonal", 0)),
     "max_pool1d": lambda cv, nd, a, k: _pool(
         cv, nd, "max", a[0], h._arg(a, k, 1, "kernel_size", None), h._arg(a, k, 2, "stride", None),
         h._arg(a, k, 3, "padding", 0),

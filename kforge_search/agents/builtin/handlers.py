@@ -16,10 +16,11 @@ from kforge_search.agents.builtin.convert import (
     Leaf,
     ShapeOf,
     T,
+    kind_of,
     scalar,
 )
 from kforge_search.agents.builtin.dims import is_seg
-from kforge_search.agents.builtin.ir import Scalar, UnsupportedError
+from kforge_search.agents.builtin.ir import Kind, Scalar, UnsupportedError
 from kforge_search.agents.builtin.trace import Traced, source_of
 
 Handler = Callable[[Converter, Any, tuple[Any, ...], dict[str, Any]], Any]
@@ -161,12 +162,24 @@ def transpose(x: Any, d0: int, d1: int) -> Leaf:
     return Leaf(x.expr, (*x.shape[:-2], x.shape[-1], x.shape[-2]), True)
 
 
+def triangle(cv: Converter, fn: str, x: Any, diagonal: Any) -> T:
+    """torch.triu / torch.tril of a computed [..., rows, cols] value: a select on each
+    element's row (within its matrix) and column, correct for any input."""
+    x = _tensor(x, fn)
+    if len(x.dims) < 2 or x.dims != (*cv.lead, "C") or kind_of(x.dims, cv.lead) is not Kind.MAT:
+        raise UnsupportedError(fn, f"only of a [..., rows, cols] value, not of dims {x.dims}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+        raise UnsupportedError(fn, f"diagonal {diagonal!r}: an int")
+    period = Scalar(float(x.shape[-2]), "lead[-1]")  # rows per matrix (the forward's lead)
+    return cv.ew(fn, x, scalar(diagonal), period)
+
+
 # -- GEMMs ------------------------------------------------------------------------------------
 def matmul(cv: Converter, a: Any, b: Any, batched: bool = False) -> T:
     if not isinstance(b, Leaf):
         raise UnsupportedError("matmul with a computed right operand")
-    if isinstance(a, Leaf) and a.transposed:
-        raise UnsupportedError("matmul with a transposed left operand")
+    if len(b.shape) == 1 or len(a.shape) == 1:
+        raise UnsupportedError("matmul with a 1-D operand", f"{a.shape} @ {b.shape}")
     a_rank = len(a.shape)
     if len(b.shape) == 3:
         if a_rank != 3 or b.shape[0] != a.shape[0]:
@@ -180,6 +193,55 @@ def matmul(cv: Converter, a: Any, b: Any, batched: bool = False) -> T:
     layout = "nk" if b.transposed else "kn"
     stored = Leaf(b.expr, (*b.shape[:-2], b.shape[-1], b.shape[-2])) if b.transposed else b
     return cv.gemm(a, stored, layout, batched)
+
+
+def einsum(cv: Converter, equation: Any, *operands: Any) -> T:
+    """A two-operand einsum that is a GEMM: one index contracted, last (or second to last:
+    a transposed operand) in the left operand's matrix dims, either of the right's; an
+    optional batch index first in both and in the output; the output's indices are the left
+    operand's free ones, then the right's, in order."""
+    if len(operands) == 1 and isinstance(operands[0], list | tuple):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise UnsupportedError("einsum", "the equation must be a string")
+    eq = equation.replace(" ", "")
+    if "..." in eq:
+        raise UnsupportedError("einsum", f"{equation!r}: an ellipsis")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != 2 or len(operands) != 2:
+        raise UnsupportedError("einsum", f"{equation!r}: only two operands (a GEMM)")
+    sa, sb = terms
+    if not arrow:  # implicit output: the indices seen once, in alphabetical order
+        out = "".join(sorted(c for c in set(sa + sb) if (sa + sb).count(c) == 1))
+    a, b = operands
+    for term, x in ((sa, a), (sb, b)):
+        if len(set(term)) != len(term) or len(term) != len(getattr(x, "shape", ())):
+            raise UnsupportedError("einsum", f"{equation!r}: a repeated index or a rank mismatch")
+    shared = [c for c in sa if c in sb]
+    contracted = [c for c in shared if c not in out]
+    batch = [c for c in shared if c in out]
+    if len(contracted) != 1 or any(c not in out and c not in shared for c in sa + sb):
+        raise UnsupportedError("einsum", f"{equation!r}: not one contracted index (a GEMM)")
+    k = contracted[0]
+    lead = "".join(batch)
+    if batch and (len(batch) != 1 or not (sa[0] == sb[0] == out[0] == batch[0])):
+        raise UnsupportedError("einsum", f"{equation!r}: a batch index not first everywhere")
+    if batch and (len(sa) != 3 or len(sb) != 3):
+        raise UnsupportedError("einsum", f"{equation!r}: batched operands must be 3-D")
+    if not batch and len(sb) != 2:
+        raise UnsupportedError("einsum", f"{equation!r}: the right operand must be 2-D")
+    if len(sa) < 2:
+        raise UnsupportedError("einsum", f"{equation!r}: the left operand must be 2-D or more")
+    if sa[-1] != k:
+        if sa[-2] != k:
+            raise UnsupportedError("einsum", f"{equation!r}: the contracted index inside A")
+        a, sa = transpose(a, -2, -1), sa[:-2] + sa[-1] + sa[-2]
+    if sb[len(lead)] != k:
+        b, sb = transpose(b, -2, -1), sb[:-2] + sb[-1] + sb[-2]
+    if out != sa[:-1] + sb[-1]:
+        raise UnsupportedError("einsum", f"{equation!r}: output indices not in GEMM order")
+    return matmul(cv, a, b, batched=bool(batch))
 
 
 def linear(cv: Converter, x: Any, weight: Any, bias: Any) -> T:

@@ -17,6 +17,10 @@ class OpSpec:
     triton: str
     cpp: str
     helpers: tuple[str, ...] = ()  # Triton helper functions the expression calls
+    # Sees where the element is: Triton `{row}` / `{col}` (the dialect's index expressions),
+    # C++ `row` / `col` (int64); a third operand is the period of the rows (a matrix's row
+    # count: the flattened rows are that many rows per matrix), `b` a double there.
+    indexed: bool = False
 
 
 _T_TANH = "_kf_tanh"
@@ -59,6 +63,12 @@ ELEMENTWISE: tuple[OpSpec, ...] = (
            "std::fmin(std::fmax(a / 6.0f + 0.5f, 0.0f), 1.0f)"),
     OpSpec("hardswish", 1, "({0} * tl.minimum(tl.maximum({0} + 3.0, 0.0), 6.0) / 6.0)",
            "a * std::fmin(std::fmax(a + 3.0f, 0.0f), 6.0f) / 6.0f"),
+    # torch.triu / torch.tril: x where col - row >= diagonal (<= for tril), else exactly 0
+    # (a select, never a product: inf and NaN outside the triangle become 0 as in torch)
+    OpSpec("triu", 3, "tl.where(({col} - {row} % tl.cast({2}, tl.int32)) >= {1}, {0}, 0.0)",
+           "col - row >= b ? a : 0.0f", indexed=True),
+    OpSpec("tril", 3, "tl.where(({col} - {row} % tl.cast({2}, tl.int32)) <= {1}, {0}, 0.0)",
+           "col - row <= b ? a : 0.0f", indexed=True),
 )  # fmt: skip
 
 OPS: dict[str, OpSpec] = {op.name: op for op in ELEMENTWISE}

@@ -100,8 +100,8 @@ class StageCode:
         elif isinstance(node, Gemm):
             self.emit(OP_ACC, self.reg(node_id))
         elif isinstance(node, Ew):
-            args = [self.operand(a) for a in node.args] + [0]
-            self.emit(cpp_opcode(node.fn), self.reg(node_id), args[0], args[1])
+            args = [self.operand(a) for a in node.args] + [0, 0]
+            self.emit(cpp_opcode(node.fn), self.reg(node_id), args[0], args[1], args[2])
         else:
             raise AssertionError(f"{node} is not computed by an instruction")
 

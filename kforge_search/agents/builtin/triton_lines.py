@@ -18,6 +18,12 @@ from kforge_search.agents.builtin.ir import Ew, Gemm, Graph, Kind, Load, Scalar,
 from kforge_search.agents.builtin.ops import OPS, REDUCTIONS
 
 SIZES = {"cols": "NC", "seg": "SEG", "rows": "R"}
+# Each dialect's row and column index of an element of a [rows, cols] value (indexed ops)
+INDEX = {
+    "tile": {"row": "rows[:, None]", "col": "cols[None, :]"},
+    "row": {"row": "row", "col": "cols"},
+    "col": {"row": "rows[:, None]", "col": "cols[None, :]"},
+}
 
 
 @dataclass
@@ -119,7 +125,8 @@ class Lines:
         if isinstance(node, Ew):
             spec = OPS[node.fn]
             self.names.helpers.update(spec.helpers)
-            return f"v{node_id} = " + spec.triton.format(*(self.operand(a) for a in node.args))
+            args = (self.operand(a) for a in node.args)
+            return f"v{node_id} = " + spec.triton.format(*args, **INDEX[self.dialect])
         if isinstance(node, Stat) and self.dialect == "tile":
             red = REDUCTIONS[node.fn]
             if node.axis == "row":
