@@ -166,3 +166,15 @@ def test_kernelbench_level1_verifies_at_odd_sizes(verify, prefix, platform):
     genome = TRITON["seed"] if platform == "cpu-triton" else CppGenome()
     result = verify(_source(problem, platform, genome), problem)
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("name", ["at_bt", "bmm_tril", "triu_softmax", "einsum_4d"])
+def test_kernels_compile_for_sm90(tmp_path, name):
+    """The index expressions (a float period cast to int, rows and cols of each dialect) and
+    the strided A compile for an H100, where the interpreter's loose typing does not apply."""
+    from tests.agents.builtin.test_gpu_compile import compile_for_h100
+
+    for genome in TRITON.values():
+        report = compile_for_h100(PROBLEMS[name], "strict", tmp_path, genome)
+        assert "_kf_s0_" in report and "wgmma" in report, report
+        assert "fail" not in report.lower(), report
