@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kforge_search.agents.builtin.dims import Dims, canonical, is_seg
+from kforge_search.agents.builtin.dims import Dims, canonical, is_col, is_seg
 from kforge_search.agents.builtin.ir import (
     Arg,
     Ew,
@@ -26,8 +26,10 @@ from kforge_search.agents.builtin.ir import (
     Unsupported,
     UnsupportedError,
     Update,
+    Window,
     Work,
 )
+from kforge_search.agents.builtin.split import columns_from
 from kforge_search.agents.builtin.trace import Traced, source_of
 
 
@@ -73,11 +75,14 @@ class Indexed:
 def kind_of(dims: Dims, lead: Dims) -> Kind:
     tokens = [t for t in dims if t != 1]
     leads = [t for t in tokens if isinstance(t, str) and t.startswith("L")]
+    has_cols = any(is_col(t) for t in tokens)
+    if len(lead) > 1 and has_cols and tuple(sorted(leads)) == lead[:-1]:
+        return Kind.BCOL  # per column of each batch: the last leading dim reduced
     if leads and tuple(sorted(leads)) != lead:
         raise UnsupportedError("broadcast over part of the leading dims", str(dims))
     if any(is_seg(t) for t in tokens) and "G" not in tokens:
         raise UnsupportedError("broadcast along a segment", str(dims))
-    has_c = "C" in tokens or any(is_seg(t) for t in tokens)
+    has_c = any(is_col(t) or is_seg(t) for t in tokens)
     if leads:
         return Kind.MAT if has_c else (Kind.SEG if "G" in tokens else Kind.ROW)
     if has_c:
@@ -116,6 +121,12 @@ class Converter:
         self.updates: list[Update] = []  # buffers the forward updates in place
         self.token_size: dict[str, int] = {}  # the current space's dims tokens -> traced size
         self.anchored: dict[str, T] = {}  # an input read as the current stage's tile
+        self.space_ref: T | None = None  # the current stage's tile: leaves align against it
+        self.totals: set[int] = set()  # statistics of all of the space, and values of them
+        self.col_sizes: tuple[str, ...] = ()  # see Graph.col_sizes
+        self.out_shape = ""  # the output's shape as a forward expression, where a view says
+        self.out_of_shape = -1  # the node it is of (only the program's output takes it)
+        self.indices: set[int] = set()  # argmax / argmin results (int64 as an output)
 
     # -- building nodes --------------------------------------------------------------------
     def _add(self, make: Any) -> int:
@@ -173,7 +184,16 @@ class Converter:
     def ew(self, fn: str, *args: Any) -> T:
         tensors = [a for a in args if isinstance(a, T)]
         if not tensors:
-            raise UnsupportedError(fn, "on inputs or parameters alone, before the GEMM")
+            leaves = [a for a in args if isinstance(a, Leaf)]
+            if not leaves or self.space_ref is None:
+                raise UnsupportedError(fn, "on inputs or parameters alone, before the GEMM")
+            first = max(leaves, key=lambda leaf: _numel(leaf.shape))
+            tensors = [self.align(first, self.space_ref)]
+            args = tuple(tensors[0] if a is first else a for a in args)
+        if any(t.id in self.totals for t in tensors):
+            again = self._reanchored(fn, args, tensors)
+            if again is not None:
+                return again
         ref = tensors[0]
         for t in tensors[1:]:
             ref = T(ref.id, broadcast(ref.dims, t.dims), _bshape(ref, t), ref.space, ref.stage)
@@ -190,7 +210,45 @@ class Converter:
         kind = kind_of(ref.dims, self.lead)
         self.tail_ops += _numel(ref.shape)
         node_id = self._add(lambda i: Ew(i, kind, fn, tuple(resolved), ref.space))
+        if any(t.id in self.totals for t in tensors):
+            self.totals.add(node_id)
         return T(node_id, ref.dims, ref.shape, ref.space, max(t.stage for t in tensors))
+
+    def _reanchored(self, fn: str, args: tuple[Any, ...], tensors: list[T]) -> T | None:
+        """A value over the whole space after a statistic of all of it (x / norm(x)): the
+        statistic needs every row first, so a new stage anchored by nothing walks the space
+        again; its tile is the input read again, or the value an earlier stage stored."""
+        after = max(t.stage for t in tensors if t.id in self.totals)
+        spread = [
+            t for t in tensors if t.id not in self.totals and kind_of(t.dims, self.lead) is Kind.MAT
+        ]
+        spread += [
+            self.anchored[a.expr]
+            for a in args
+            if isinstance(a, Leaf) and a.expr in self.anchored
+            and self.anchored[a.expr].shape == a.shape
+        ]  # fmt: skip
+        if not spread or all(t.stage > after for t in spread):
+            return None
+        if len({t.id for t in spread}) > 1:
+            raise UnsupportedError(fn, "two values over the space after a statistic of all of it")
+        old = spread[0]
+        inputs = [e for e, t in self.anchored.items() if t.id == old.id]
+        source: int | str = inputs[0] if inputs else old.id
+        self.stage += 1
+        node_id = self._add(lambda i: Gemm(i, source, "", "none"))
+        tile = T(node_id, old.dims, old.shape, old.space, self.stage)
+        self.anchored = {inputs[0]: tile} if inputs else {}
+        self.space_ref = tile
+
+        def swap(a: Any) -> Any:
+            if isinstance(a, T) and a.id == old.id:
+                return tile
+            if isinstance(a, Leaf) and inputs and a.expr == inputs[0] and a.shape == old.shape:
+                return tile
+            return a
+
+        return self.ew(fn, *(swap(a) for a in args))
 
     def stat(self, fn: str, x: T, dim: int, keepdim: bool) -> T:
         """sum / max / min over one dim: the last (columns or segment), or rows (dim 0)."""
@@ -207,6 +265,8 @@ class Converter:
             axis, groups = "row", (self.groups if token == "S" else None)
         elif len(self.lead) == 1 and token == "L0":
             axis, groups = "col", None
+        elif len(self.lead) > 1 and token == self.lead[-1] and not any(is_seg(t) for t in x.dims):
+            axis, groups = "col", None  # per column of each batch of rows (kind BCOL)
         else:
             raise UnsupportedError(f"{fn} over dim {dim}", f"dims {x.dims}")
         dims = x.dims[:dim] + ((1,) if keepdim else ()) + x.dims[dim + 1 :]
@@ -216,8 +276,86 @@ class Converter:
         node_id = self._add(lambda i: Stat(i, out_kind, fn, x.id, axis, groups, x.space))
         return T(node_id, dims, shape, x.space, x.stage)
 
+    def reduce(self, fn: str, x: T, dims: tuple[int, ...] | None, keepdim: bool) -> T:
+        """sum / max / min over one dim, several or all (`dims` None): over the columns
+        (a row statistic), then, when the leading dims are reduced too, over every row (a
+        statistic of the row statistics)."""
+        rank = len(x.dims)
+        picked = sorted({d % rank for d in dims}) if dims is not None else list(range(rank))
+        real = [d for d in picked if x.dims[d] != 1]
+        if len(real) <= 1 and dims is not None:
+            return self.stat(fn, x, real[0] if real else picked[0], keepdim)
+        tokens = {x.dims[d] for d in real}
+        present = {t for t in x.dims if t != 1}
+        kind = kind_of(x.dims, self.lead)
+        if tokens == present and kind is Kind.ROW:
+            return self._over_rows(fn, x, keepdim)
+        cols = {t for t in present if is_col(t)}
+        refused = UnsupportedError(
+            f"{fn} over dims {tuple(picked)}",
+            f"of a value with dims {x.dims}: over the columns, or over all dims",
+        )
+        if kind is not Kind.MAT or not cols or any(is_seg(t) or t == "G" for t in present):
+            raise refused
+        if not canonical(x.dims):
+            raise refused
+        if tokens == cols:
+            return self._row_stat(fn, x, keepdim)
+        if tokens != present:
+            raise refused
+        per_row = self._row_stat(fn, x, True)
+        rows = T(per_row.id, tuple(t for t in per_row.dims if t != 1), tuple(
+            s for t, s in zip(per_row.dims, per_row.shape, strict=True) if t != 1
+        ), per_row.space, per_row.stage)  # fmt: skip
+        out = self._over_rows(fn, rows, keepdim)
+        if not keepdim:
+            return out
+        return T(out.id, tuple(1 for _ in x.dims), tuple(1 for _ in x.shape), x.space, x.stage)
+
+    def arg(self, fn: str, x: T, dim: int, keepdim: bool) -> T:
+        """argmax / argmin over one dim: the statistic, then the least index along the dim
+        where the element equals it (torch's first index; NaN not treated as the largest)."""
+        dim = dim % len(x.dims)
+        token = x.dims[dim]
+        best = self.stat("max" if fn == "argmax" else "min", x, dim, True)
+        if token == "C" and not any(is_col(t) and t != "C" for t in x.dims):
+            pos = self.ew("argpos_col", x, best, Scalar(0.0))
+        elif len(self.lead) > 1 and token == self.lead[-1]:
+            pos = self.ew("argpos_row", x, best, Scalar(float(x.shape[dim]), "lead[-1]"))
+        else:
+            raise UnsupportedError(fn, f"over dim {dim} of dims {x.dims}")
+        out = self.stat("min", pos, dim, keepdim)
+        self.indices.add(out.id)
+        return out
+
+    def _row_stat(self, fn: str, x: T, keepdim: bool) -> T:
+        """A statistic over all the columns (C, C1, ...) of each row."""
+        keep = [not is_col(t) for t in x.dims]
+        dims = tuple(t if k else 1 for t, k in zip(x.dims, keep, strict=True))
+        shape = tuple(n if k else 1 for n, k in zip(x.shape, keep, strict=True))
+        if not keepdim:
+            dims = tuple(t for t, k in zip(x.dims, keep, strict=True) if k)
+            shape = tuple(n for n, k in zip(x.shape, keep, strict=True) if k)
+        out_kind = kind_of(dims, self.lead)
+        self.tail_ops += _numel(x.shape)
+        node_id = self._add(lambda i: Stat(i, out_kind, fn, x.id, "row", None, x.space))
+        return T(node_id, dims, shape, x.space, x.stage)
+
+    def _over_rows(self, fn: str, rows: T, keepdim: bool) -> T:
+        """A statistic over every row of per-row values: one value (a pass over the rows)."""
+        shape = tuple(1 for _ in rows.shape) if keepdim else ()
+        dims_out: tuple[str | int, ...] = tuple(1 for _ in rows.dims) if keepdim else ()
+        if all(t == 1 for t in rows.dims):  # one row: its statistic is the answer
+            return T(rows.id, dims_out, shape, rows.space, rows.stage)
+        self.tail_ops += _numel(rows.shape)
+        node_id = self._add(lambda i: Stat(i, Kind.ONE, fn, rows.id, "col", None, rows.space))
+        self.totals.add(node_id)
+        return T(node_id, dims_out, shape, rows.space, rows.stage)
+
     def size(self, x: T, dim: int) -> Size:
         token = x.dims[dim % len(x.dims)]
+        if len(self.lead) > 1 and token == self.lead[-1]:
+            return Size("brows")  # the rows of one batch (a statistic per batch's column)
         return Size({"C": "cols", "S": "seg", "L0": "rows"}[str(token)])
 
     def gemm(self, a: T | Leaf, b: Leaf, b_layout: str, batched: bool = False) -> T:
@@ -247,7 +385,9 @@ class Converter:
         self.space = 0
         self.token_size = {f"L{i}": size for i, size in enumerate(lead_shape)} | {"C": n}
         node_id = self._add(lambda i: Gemm(i, a_ref, b.expr, b_layout, batched))
-        return T(node_id, (*self.lead, "C"), (*lead_shape, n), 0, self.stage)
+        out = T(node_id, (*self.lead, "C"), (*lead_shape, n), 0, self.stage)
+        self.space_ref = out
+        return out
 
     def anchor(self, leaf: Leaf) -> T:
         """Open a stage anchored by nothing: `leaf` (an input or parameter) read as rows of
@@ -258,16 +398,46 @@ class Converter:
             raise UnsupportedError("a one-dimensional input", f"{leaf.expr} of shape {leaf.shape}")
         if self.stage >= 0:
             raise UnsupportedError("an op on inputs alone after the first stage", leaf.expr)
-        lead_shape = leaf.shape[:-1]
+        first = columns_from(self.traced.graph_module, len(leaf.shape))
+        lead_shape, col_shape = leaf.shape[:first], leaf.shape[first:]
         self.lead = tuple(f"L{i}" for i in range(len(lead_shape)))
         self.read[leaf.expr] = _numel(leaf.shape)
         self.stage += 1
         self.space = 0
+        cols = ("C", *(f"C{i}" for i in range(1, len(col_shape))))
         self.token_size = {f"L{i}": size for i, size in enumerate(lead_shape)}
-        self.token_size["C"] = leaf.shape[-1]
-        node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "none"))
-        out = T(node_id, (*self.lead, "C"), leaf.shape, 0, self.stage)
+        self.token_size.update(zip(cols, col_shape, strict=True))
+        if len(cols) > 1:
+            self.col_sizes = tuple(f"{leaf.expr}.shape[{first + i}]" for i in range(len(cols)))
+        node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "none", cols_from=first))
+        out = T(node_id, (*self.lead, *cols), leaf.shape, 0, self.stage)
         self.anchored = {leaf.expr: out}
+        self.space_ref = out
+        return out
+
+    def window(self, leaf: Leaf, window: Window, out_shape: tuple[int, ...]) -> T:
+        """Open a stage anchored by a window reduction of `leaf` (pooling of an input): its
+        tile is the pooled output, rows of its last dim (every other output dim leads)."""
+        what = f"{window.fn}_pool{window.dims}d"
+        if self.stage >= 0:
+            raise UnsupportedError(what, f"of an input ({leaf.expr}) after the first stage")
+        if leaf.transposed or len(leaf.shape) not in (window.dims + 1, window.dims + 2):
+            raise UnsupportedError(what, f"of {leaf.expr} of shape {leaf.shape}")
+        lead_shape = out_shape[:-1]
+        self.lead = tuple(f"L{i}" for i in range(len(lead_shape)))
+        self.read[leaf.expr] = _numel(leaf.shape)
+        volume = 1
+        for k in window.kernel:
+            volume *= int(k.value)
+        self.tail_ops += _numel(out_shape) * volume
+        self.stage += 1
+        self.space = 0
+        self.token_size = {f"L{i}": size for i, size in enumerate(lead_shape)}
+        self.token_size["C"] = out_shape[-1]
+        node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "window", window=window))
+        out = T(node_id, (*self.lead, "C"), out_shape, 0, self.stage)
+        self.anchored = {}
+        self.space_ref = out
         return out
 
     def pool(self, fn: str, x: T, k: Scalar, out_shape: tuple[int, ...]) -> T:
@@ -331,6 +501,9 @@ class Converter:
             self.traced.input_names,
             work,
             updates=tuple(self.updates),
+            col_sizes=self.col_sizes,
+            out_shape=self.out_shape if out.id == self.out_of_shape else "",
+            int_output=out.id in self.indices,
         )
 
 

@@ -7,7 +7,7 @@ compute the same thing in the same order of magnitude of error.
 from __future__ import annotations
 
 from kforge_search.agents.builtin.convert import Converter, Leaf, T
-from kforge_search.agents.builtin.dims import is_seg
+from kforge_search.agents.builtin.dims import is_col, is_seg
 from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError, Update
 
 
@@ -72,9 +72,23 @@ def _affine(cv: Converter, y: T, weight: Leaf | None, bias: Leaf | None) -> T:
 def layer_norm(
     cv: Converter, x: T, shape: tuple[int, ...], w: Leaf | None, b: Leaf | None, eps: Scalar
 ) -> T:
+    if len(shape) > 1 and tuple(x.shape[-len(shape) :]) == tuple(shape):
+        dims = tuple(range(-len(shape), 0))  # several trailing dims: the columns together
+        if {x.dims[d] for d in dims if x.dims[d] != 1} != {t for t in x.dims if is_col(t)}:
+            raise UnsupportedError("layer_norm", f"over {shape}: not the columns {x.dims}")
+        return _affine(cv, _normalize_over(cv, x, dims, eps), w, b)
     if len(shape) != 1 or x.dims[-1] not in ("C", "S") or x.shape[-1] != shape[0]:
         raise UnsupportedError("layer_norm", f"over {shape}: only over the last dim")
     return _affine(cv, _normalize(cv, x, -1, eps), w, b)
+
+
+def _normalize_over(cv: Converter, x: T, dims: tuple[int, ...], eps: Scalar) -> T:
+    """(x - mean) / sqrt(biased variance + eps) over several dims (two passes, as torch)."""
+    from kforge_search.agents.builtin import losses
+
+    centered = cv.ew("sub", x, losses.mean(cv, x, dims, True))
+    variance = losses.mean(cv, cv.ew("square", centered), dims, True)
+    return cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", variance, eps)))
 
 
 def group_norm(
@@ -98,6 +112,12 @@ def instance_norm(cv: Converter, x: T, w: Leaf | None, b: Leaf | None, eps: Scal
     """InstanceNorm1d/2d/3d on [N, C, *spatial]: statistics per (sample, channel) over the
     spatial dims. The GEMM's columns viewed as channels of pixels make them row segments; a
     single channel (a row lifted to [N, 1, 1, F]) makes them whole rows."""
+    spatial_cols = x.dims[2:] and all(is_col(t) or t == 1 for t in x.dims[2:])
+    if x.dims[:2] == ("L0", "L1") and cv.lead == ("L0", "L1") and spatial_cols:
+        # an input whose (sample, channel) pairs are the rows: statistics per row
+        if w is not None or b is not None:
+            raise UnsupportedError("instance_norm", "affine weights of an input's channels")
+        return _normalize_over(cv, x, tuple(range(2, len(x.dims))), eps)
     if len(cv.lead) != 1 or len(x.dims) < 3 or x.dims[0] != "L0":
         raise UnsupportedError("instance_norm", f"on dims {x.dims}: needs [batch, C, ...]")
     channel, spatial = x.dims[1], [t for t in x.dims[2:] if t != 1]

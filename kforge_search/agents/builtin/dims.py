@@ -1,6 +1,7 @@
 """Dims tokens: how the synthesizer names the dims of a value in the GEMM output's space.
 
-"L0", "L1", ... are the leading dims of the first GEMM's input (rows), "C" the columns, "G"
+"L0", "L1", ... are the leading dims of the first GEMM's input (rows), "C" the columns ("C",
+"C1", "C2", ... when an input's trailing dims together are the columns), "G"
 the segments of a row and "S" a segment's length ("S1", "S2", ... when a segment is viewed
 as several dims, an image's pixels); the int 1 is a size-1 dim.
 """
@@ -23,7 +24,7 @@ def rank(token: str | int) -> tuple[int, int]:
         return (1, 0)
     if is_seg(text):
         return (2, int(text[1:] or 0))
-    return (3, 0)
+    return (3, int(text[1:] or 0))  # C, then C1, C2, ...: columns made of several dims
 
 
 def canonical(dims: Dims) -> bool:
@@ -32,3 +33,8 @@ def canonical(dims: Dims) -> bool:
     that order and permuted at the output only."""
     tokens = [t for t in dims if t != 1]
     return tokens == sorted(tokens, key=rank)
+
+
+def is_col(token: str | int) -> bool:
+    """Whether a dims token is (part of) the columns: C, or C1, C2, ... after it."""
+    return isinstance(token, str) and token.startswith("C")

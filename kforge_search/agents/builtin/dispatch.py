@@ -3,13 +3,14 @@ class name. A target missing here is `unsupported: <name>`."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
-from kforge_search.agents.builtin import desugar
+from kforge_search.agents.builtin import attention, desugar, losses, scans
 from kforge_search.agents.builtin import handlers as h
 from kforge_search.agents.builtin.convert import Converter, Indexed, Leaf, ShapeOf, T, scalar
-from kforge_search.agents.builtin.ir import Scalar, UnsupportedError
+from kforge_search.agents.builtin.ir import Scalar, UnsupportedError, Window
 from kforge_search.agents.builtin.trace import source_of
 
 A = tuple[Any, ...]
@@ -18,16 +19,49 @@ K = dict[str, Any]
 
 def _reduce(cv: Converter, fn: str, args: A, kw: K, indexed: bool = False) -> Any:
     x = h._tensor(args[0], fn)
-    dim = h._dim(h._arg(args, kw, 1, "dim", None))
+    dims = h.dims(h._arg(args, kw, 1, "dim", None))
     keepdim = bool(h._arg(args, kw, 2, "keepdim", False))
     if kw.get("dtype") is not None:
         raise UnsupportedError(f"{fn} with a dtype")
     if fn == "mean":
-        return desugar.mean(cv, x, dim, keepdim)
+        return losses.mean(cv, x, dims, keepdim)
     if fn == "logsumexp":
-        return desugar.logsumexp(cv, x, dim, keepdim)
-    out = cv.stat(fn, x, dim, keepdim)
+        return desugar.logsumexp(cv, x, h._dim(dims), keepdim)
+    out = cv.reduce(fn, x, dims, keepdim)
     return Indexed(out) if indexed else out
+
+
+def _arg(cv: Converter, fn: str, a: A, k: K) -> T:
+    dim = h._arg(a, k, 1, "dim", None)
+    if dim is None:
+        raise UnsupportedError(fn, "over all elements (a flat index)")
+    return cv.arg(fn, h._tensor(a[0], fn), int(dim), bool(h._arg(a, k, 2, "keepdim", False)))
+
+
+def _norm(cv: Converter, a: A, k: K) -> T:
+    p = h._arg(a, k, 1, "p", "fro")
+    dims = h.dims(h._arg(a, k, 2, "dim", None))
+    if k.get("dtype") is not None:
+        raise UnsupportedError("norm with a dtype")
+    return losses.norm(
+        cv, h._tensor(a[0], "norm"), p, dims, bool(h._arg(a, k, 3, "keepdim", False))
+    )
+
+
+def _vector_norm(cv: Converter, a: A, k: K) -> T:
+    p = h._arg(a, k, 1, "ord", 2)
+    dims = h.dims(h._arg(a, k, 2, "dim", None))
+    return losses.norm(
+        cv, h._tensor(a[0], "norm"), p, dims, bool(h._arg(a, k, 3, "keepdim", False))
+    )
+
+
+def _triplet(cv: Converter, a: A, k: K) -> T:
+    return losses.triplet_margin_loss(
+        cv, a[0], a[1], a[2], h._arg(a, k, 3, "margin", 1.0), h._arg(a, k, 4, "p", 2),
+        h._arg(a, k, 5, "eps", 1e-6), bool(h._arg(a, k, 6, "swap", False)),
+        str(k.get("reduction", "mean")),
+    )  # fmt: skip
 
 
 def _max_min(cv: Converter, fn: str, args: A, kw: K) -> Any:
@@ -56,25 +90,99 @@ def _softmax(cv: Converter, args: A, kw: K, log: bool) -> T:
     return desugar.softmax(cv, h._tensor(args[0], "softmax"), int(dim), log)
 
 
+def _per_dim(value: Any, dims: int, what: str) -> tuple[Scalar, ...]:
+    """A pooling size per spatial dim: an int for all of them, or one per dim."""
+    values = list(value) if isinstance(value, list | tuple) else [value]
+    if len(values) == 1:
+        values *= dims
+    if len(values) != dims or not all(isinstance(v, int) for v in values):
+        raise UnsupportedError(f"pooling {what}", repr(value))
+    return tuple(Scalar(float(v), source_of(v)) for v in values)
+
+
 def _pool(
     cv: Converter,
     node: Any,
     fn: str,
+    dims: int,
     x: Any,
-    k: Any,
+    kernel: Any,
     stride: Any,
-    pad: Any,
-    extra: bool,
-    src: str = "",
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: Any = False,
+    count_include_pad: Any = True,
+    divisor_override: Any = None,
+    return_indices: Any = False,
 ) -> T:
-    k0 = k[0] if isinstance(k, list | tuple) else k
-    s0 = stride[0] if isinstance(stride, list | tuple) and stride else stride
-    p0 = pad[0] if isinstance(pad, list | tuple) else pad
-    if (s0 not in (None, k0)) or p0 != 0 or extra:
-        raise UnsupportedError(f"{fn}_pool", "only kernel = stride, no padding or dilation")
-    source = source_of(k0) or (f"{src}[0]" if src and isinstance(k, tuple) else src)
+    """Max or average pooling: of a program's input, a stage anchored by the window
+    reduction; of a GEMM's columns (1-d, kernel = stride, no padding), a `Pool` in its
+    epilogue."""
+    what = f"{fn}_pool{dims}d"
+    if return_indices:
+        raise UnsupportedError(what, "return_indices: only the pooled values are computed")
+    if divisor_override is not None:
+        raise UnsupportedError(what, "divisor_override")
+    k = _per_dim(kernel, dims, "kernel_size")
+    window = Window(
+        fn,
+        k,
+        _per_dim(stride, dims, "stride") if stride not in (None, [], ()) else k,
+        _per_dim(padding, dims, "padding"),
+        _per_dim(dilation, dims, "dilation"),
+        bool(ceil_mode),
+        bool(count_include_pad),
+    )
     out_shape = tuple(node.meta["tensor_meta"].shape)
-    return cv.pool(fn, h._tensor(x, "pool"), Scalar(float(k0), source), out_shape)
+    if isinstance(x, Leaf):
+        return cv.window(x, window, out_shape)
+    columns = (
+        dims == 1
+        and [v.value for v in window.stride] == [v.value for v in k]
+        and window.padding[0].value == 0
+        and window.dilation[0].value == 1
+        and not window.ceil_mode
+    )
+    if not columns:
+        why = "of a computed value: only kernel = stride, no padding, dilation or ceil_mode"
+        raise UnsupportedError(what, why)
+    return cv.pool(fn, h._tensor(x, "pool"), k[0], out_shape)
+
+
+def _max_pool(dims: int, cv: Converter, node: Any, a: A, k: K, indices: bool = False) -> T:
+    return _pool(
+        cv, node, "max", dims, a[0], h._arg(a, k, 1, "kernel_size", None),
+        h._arg(a, k, 2, "stride", None), h._arg(a, k, 3, "padding", 0),
+        h._arg(a, k, 4, "dilation", 1), h._arg(a, k, 5, "ceil_mode", False),
+        return_indices=indices or h._arg(a, k, 6, "return_indices", False),
+    )  # fmt: skip
+
+
+def _avg_pool(dims: int, cv: Converter, node: Any, a: A, k: K) -> T:
+    return _pool(
+        cv, node, "avg", dims, a[0], h._arg(a, k, 1, "kernel_size", None),
+        h._arg(a, k, 2, "stride", None), h._arg(a, k, 3, "padding", 0), 1,
+        h._arg(a, k, 4, "ceil_mode", False), h._arg(a, k, 5, "count_include_pad", True),
+        h._arg(a, k, 6, "divisor_override", None),
+    )  # fmt: skip
+
+
+def _pool_module(cv: Converter, node: Any, m: Any, x: Any) -> T:
+    name = type(m).__name__
+    fn, dims = ("max" if name.startswith("Max") else "avg"), int(name[-2])
+    if fn == "max":
+        return _pool(
+            cv, node, fn, dims, x, m.kernel_size, m.stride, m.padding, m.dilation,
+            m.ceil_mode, return_indices=m.return_indices,
+        )  # fmt: skip
+    return _pool(
+        cv, node, fn, dims, x, m.kernel_size, m.stride, m.padding, 1, m.ceil_mode,
+        m.count_include_pad, getattr(m, "divisor_override", None),
+    )  # fmt: skip
+
+
+POOLS = {f"{fn}_pool{d}d" for fn in ("max", "avg") for d in (1, 2, 3)}
+POOL_MODULES = {f"{fn}Pool{d}d" for fn in ("Max", "Avg") for d in (1, 2, 3)}
 
 
 def _leaf(module: Any, path: str, name: str) -> Leaf | None:
@@ -149,6 +257,31 @@ FUNCS: dict[str, Any] = {
     "softmax": lambda cv, nd, a, k: _softmax(cv, a, k, log=False),
     "log_softmax": lambda cv, nd, a, k: _softmax(cv, a, k, log=True),
     "normalize": lambda cv, nd, a, k: _normalize(cv, a, k),
+    "norm": lambda cv, nd, a, k: _norm(cv, a, k),
+    "argmax": lambda cv, nd, a, k: _arg(cv, "argmax", a, k),
+    "argmin": lambda cv, nd, a, k: _arg(cv, "argmin", a, k),
+    "scaled_dot_product_attention": lambda cv, nd, a, k: attention.sdpa(
+        cv, *(list(a) + [k.pop(n) for n in ("query", "key", "value") if n in k])[:3], k
+    ),
+    "vector_norm": lambda cv, nd, a, k: _vector_norm(cv, a, k),
+    "mse_loss": lambda cv, nd, a, k: losses.mse_loss(cv, a[0], a[1], k),
+    "l1_loss": lambda cv, nd, a, k: losses.l1_loss(cv, a[0], a[1], k),
+    "smooth_l1_loss": lambda cv, nd, a, k: losses.smooth_l1_loss(
+        cv, a[0], a[1], h._arg(a, k, 5, "beta", 1.0), k
+    ),
+    "huber_loss": lambda cv, nd, a, k: losses.huber_loss(
+        cv, a[0], a[1], h._arg(a, k, 3, "delta", 1.0), k
+    ),
+    "kl_div": lambda cv, nd, a, k: losses.kl_div(cv, a[0], a[1], k),
+    "cross_entropy": lambda cv, nd, a, k: losses.cross_entropy(cv, a[0], a[1], k),
+    "pairwise_distance": lambda cv, nd, a, k: losses.pairwise_distance(
+        cv, a[0], a[1], h._arg(a, k, 2, "p", 2.0), h._arg(a, k, 3, "eps", 1e-6),
+        bool(h._arg(a, k, 4, "keepdim", False)),
+    ),
+    "triplet_margin_loss": lambda cv, nd, a, k: _triplet(cv, a, k),
+    "cosine_similarity": lambda cv, nd, a, k: losses.cosine_similarity(
+        cv, a[0], a[1], int(h._arg(a, k, 2, "dim", 1)), h._arg(a, k, 3, "eps", 1e-8)
+    ),
     "layer_norm": lambda cv, nd, a, k: desugar.layer_norm(
         cv, h._tensor(a[0], "layer_norm"), tuple(h._arg(a, k, 1, "normalized_shape", ())),
         h._arg(a, k, 2, "weight", None), h._arg(a, k, 3, "bias", None),
@@ -166,15 +299,10 @@ FUNCS: dict[str, Any] = {
     "einsum": lambda cv, nd, a, k: h.einsum(cv, *a),
     "triu": lambda cv, nd, a, k: h.triangle(cv, "triu", a[0], h._arg(a, k, 1, "diagonal", 0)),
     "tril": lambda cv, nd, a, k: h.triangle(cv, "tril", a[0], h._arg(a, k, 1, "diagonal", 0)),
-    "max_pool1d": lambda cv, nd, a, k: _pool(
-        cv, nd, "max", a[0], h._arg(a, k, 1, "kernel_size", None), h._arg(a, k, 2, "stride", None),
-        h._arg(a, k, 3, "padding", 0),
-        h._arg(a, k, 4, "dilation", 1) != 1 or bool(h._arg(a, k, 5, "ceil_mode", False)),
-    ),
-    "avg_pool1d": lambda cv, nd, a, k: _pool(
-        cv, nd, "avg", a[0], h._arg(a, k, 1, "kernel_size", None), h._arg(a, k, 2, "stride", None),
-        h._arg(a, k, 3, "padding", 0), bool(h._arg(a, k, 4, "ceil_mode", False)),
-    ),
+    **{f"max_pool{d}d": functools.partial(_max_pool, d) for d in (1, 2, 3)},
+    **{f"avg_pool{d}d": functools.partial(_avg_pool, d) for d in (1, 2, 3)},
+    **{f"max_pool{d}d_with_indices": functools.partial(_max_pool, d, indices=True)
+       for d in (1, 2, 3)},
     "t": lambda cv, nd, a, k: h.transpose(a[0], 0, 1),
     "transpose": lambda cv, nd, a, k: h.transpose(a[0], a[1], a[2]),
     **{n: (lambda cv, nd, a, k: h.reshape(cv, nd, a[0], a[1:])) for n in h.VIEWS},
@@ -187,6 +315,7 @@ FUNCS: dict[str, Any] = {
     "getitem": lambda cv, nd, a, k: h.shape_item(a[0], a[1]),
     "size": lambda cv, nd, a, k: _size(a),
 }  # fmt: skip
+FUNCS.update(scans.funcs(FUNCS))  # cumsum, cumprod and their reverse, exclusive forms
 
 MODULE_UNARY = {
     "ReLU": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "SiLU": "silu", "Mish": "mish",
@@ -211,30 +340,35 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
         "Softmax": lambda: _softmax(cv, (x, m.dim), {}, log=False),
         "LogSoftmax": lambda: _softmax(cv, (x, m.dim), {}, log=True),
         "Identity": lambda: x,
+        "SELU": lambda: cv.ew("selu", x),
+        "MSELoss": lambda: losses.mse_loss(cv, x, a[1], {"reduction": m.reduction}),
+        "L1Loss": lambda: losses.l1_loss(cv, x, a[1], {"reduction": m.reduction}),
+        "SmoothL1Loss": lambda: losses.smooth_l1_loss(
+            cv, x, a[1], m.beta, {"reduction": m.reduction}
+        ),
+        "HuberLoss": lambda: losses.huber_loss(cv, x, a[1], m.delta, {"reduction": m.reduction}),
+        "KLDivLoss": lambda: losses.kl_div(
+            cv, x, a[1], {"reduction": m.reduction, "log_target": m.log_target}
+        ),
+        "TripletMarginLoss": lambda: losses.triplet_margin_loss(
+            cv, x, a[1], a[2], m.margin, m.p, m.eps, m.swap, m.reduction
+        ),
+        "PairwiseDistance": lambda: losses.pairwise_distance(cv, x, a[1], m.norm, m.eps, m.keepdim),
+        "CosineSimilarity": lambda: losses.cosine_similarity(cv, x, a[1], m.dim, m.eps),
+        "CrossEntropyLoss": lambda: losses.cross_entropy(
+            cv,
+            x,
+            a[1],
+            {
+                "weight": m.weight,
+                "ignore_index": m.ignore_index,
+                "reduction": m.reduction,
+                "label_smoothing": m.label_smoothing,
+            },
+        ),
         "Dropout": lambda: _dropout(cv, x, m.p, m.training),
         "Flatten": lambda: h.reshape(cv, node, x, ()),
-        "MaxPool1d": lambda: _pool(
-            cv,
-            node,
-            "max",
-            x,
-            m.kernel_size,
-            m.stride,
-            m.padding,
-            m.dilation != 1 or m.ceil_mode or m.return_indices,
-            f"{path}.kernel_size",
-        ),
-        "AvgPool1d": lambda: _pool(
-            cv,
-            node,
-            "avg",
-            x,
-            m.kernel_size,
-            m.stride,
-            m.padding,
-            bool(m.ceil_mode),
-            f"{path}.kernel_size",
-        ),
+        **{name: lambda: _pool_module(cv, node, m, x) for name in POOL_MODULES},
         "LayerNorm": lambda: desugar.layer_norm(
             cv,
             h._tensor(x, name),
@@ -293,9 +427,10 @@ def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
 
 # Targets that do not open a stage on an input: GEMMs open their own, views and attributes
 # only describe it.
-NO_ANCHOR = {"linear", "matmul", "mm", "bmm", "einsum", "t", "transpose", "getattr", "getitem",
-             "size", *h.VIEWS, *h.IDENTITY}  # fmt: skip
-NO_ANCHOR_MODULES = {"Linear", "Identity", "Flatten", "Dropout"}
+NO_ANCHOR = {"linear", "matmul", "mm", "bmm", "einsum", "scaled_dot_product_attention", "t",
+             "transpose", "getattr", "getitem", "size", *h.VIEWS, *h.IDENTITY, *POOLS,
+             *(f"{p}_with_indices" for p in POOLS)}  # fmt: skip
+NO_ANCHOR_MODULES = {"Linear", "Identity", "Flatten", "Dropout", *POOL_MODULES}
 
 
 def _anchored(cv: Converter, args: A, kwargs: K) -> tuple[A, K]:

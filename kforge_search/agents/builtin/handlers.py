@@ -29,7 +29,7 @@ UNARY = {
     "relu": "relu", "sigmoid": "sigmoid", "tanh": "tanh", "silu": "silu", "mish": "mish",
     "exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "rsqrt", "abs": "abs", "neg": "neg",
     "negative": "neg", "square": "square", "reciprocal": "reciprocal", "erf": "erf",
-    "hardsigmoid": "hardsigmoid", "hardswish": "hardswish",
+    "hardsigmoid": "hardsigmoid", "hardswish": "hardswish", "selu": "selu",
 }  # fmt: skip
 BINARY = {
     "add": "add", "iadd": "add", "sub": "sub", "isub": "sub", "subtract": "sub", "mul": "mul",
@@ -48,6 +48,15 @@ def _tensor(value: Any, what: str) -> T:
     if not isinstance(value, T):
         raise UnsupportedError(what, "on an input or parameter before the GEMM")
     return value
+
+
+def dims(value: Any) -> tuple[int, ...] | None:
+    """A reduction's dims: one, several, or None for all of them."""
+    if value is None or (isinstance(value, list | tuple) and not value):
+        return None
+    if isinstance(value, list | tuple):
+        return tuple(int(v) for v in value)
+    return (int(value),)
 
 
 def _dim(value: Any) -> int:
@@ -105,7 +114,10 @@ def softplus(cv: Converter, x: Any, beta: Any, threshold: Any) -> T:
 # -- views ------------------------------------------------------------------------------------
 def reshape(cv: Converter, node: Any, x: Any, shape_args: tuple[Any, ...]) -> Any:
     if isinstance(x, Leaf):
-        raise UnsupportedError("reshaping an input or parameter in forward", x.expr)
+        new = tuple(node.meta["tensor_meta"].shape)
+        if [n for n in new if n != 1] != [n for n in x.shape if n != 1] or x.transposed:
+            raise UnsupportedError("reshaping an input or parameter in forward", x.expr)
+        return Leaf(x.expr, new)  # size-1 dims only: the same elements in the same order
     x = _tensor(x, "view")
     new = tuple(node.meta["tensor_meta"].shape)
     if len(shape_args) == 1 and isinstance(shape_args[0], list | tuple):
@@ -260,7 +272,13 @@ def run_graph(cv: Converter, traced: Traced) -> Any:
         args = _map(node.args, env)
         kwargs = {k: _map_one(v, env) for k, v in node.kwargs.items()}
         if node.op == "placeholder":
-            env[node] = Leaf(node.target, tuple(node.meta["tensor_meta"].shape))
+            meta = node.meta.get("tensor_meta")
+            # a number passed to forward (KernelBench's `A * s`) is read there at run time
+            env[node] = (
+                Leaf(node.target, tuple(meta.shape))
+                if meta is not None
+                else Scalar(float(traced.scalar_inputs[node.target]), node.target)
+            )
         elif node.op == "get_attr":
             env[node] = _attribute(traced, node.target)
         elif node.op == "output":

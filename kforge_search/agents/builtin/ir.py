@@ -10,6 +10,8 @@ indexed inside a kernel:
 - COL     [cols]          a per-column vector (bias, scale, BatchNorm statistics)
 - SEGVEC  [G]             a per-segment vector (InstanceNorm's affine weight)
 - ONE     []              a one-element tensor
+- BCOL    [R / BR, cols]  a per-column statistic of each batch of BR rows (the last leading
+                          dim reduced: a sum over dim 1 of [B, D1, D2]); BR = that dim's size
 Scalars are `Scalar` (a value, read at run time from a model attribute when it has a source)
 and `Size` (a size known only at run time: the column count, a segment length, the rows).
 """
@@ -27,6 +29,7 @@ class Kind(enum.StrEnum):
     COL = "col"
     SEGVEC = "segvec"
     ONE = "one"
+    BCOL = "bcol"
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,28 @@ class Load:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A window reduction (max or average pooling) over the last len(kernel) dims of an
+    input (N, C, *spatial) or (C, *spatial): per spatial dim its kernel, stride, padding and
+    dilation (Scalars, read at run time where they have a source). Max pads with -inf; an
+    average divides by the window's size within the padded input (`count_include_pad`) or
+    by its elements within the input, as torch does (ceil_mode windows end at the padding).
+    """
+
+    fn: str  # "max" | "avg"
+    kernel: tuple[Scalar, ...]
+    stride: tuple[Scalar, ...]
+    padding: tuple[Scalar, ...]
+    dilation: tuple[Scalar, ...]
+    ceil_mode: bool = False
+    count_include_pad: bool = True
+
+    @property
+    def dims(self) -> int:
+        return len(self.kernel)
+
+
+@dataclass(frozen=True)
 class Gemm:
     """A stage's anchor: the [rows, cols] tile every kernel of the stage walks.
 
@@ -88,14 +113,19 @@ class Gemm:
     is (an input viewed as rows of its last dims, or a value an earlier stage stored). A
     program without a GEMM gets such a stage, and so does a pass over a value again after a
     statistic of all of it (x / norm(x)).
+    Anchored by a window reduction (`window`, b_layout "window"): the tile is the pooled
+    input `a`, rows = its leading dims and every output spatial dim but the last, cols = the
+    last; each tile element reduces its window of `a` (the kernels compute it, like an acc).
     """
 
     id: int
     a: int | str  # a node id (a computed value) or an input expression such as "x0"
     b: str  # a parameter or input expression ("" for an anchor)
-    b_layout: str  # "nk" (nn.Linear weight), "kn" or "none" (an anchor)
+    b_layout: str  # "nk" (nn.Linear weight), "kn", "none" (an anchor) or "window"
     batched: bool = False  # a and b are [B, M, K] and [B, K, N] (bmm)
     kind: Kind = Kind.MAT
+    window: Window | None = None  # b_layout "window": the pooling that makes the tile
+    cols_from: int = -1  # an anchor's input: its dims from this one on are the columns
 
     @property
     def anchor(self) -> bool:
@@ -139,7 +169,23 @@ class Pool:
     space: int = 1
 
 
-Node = Load | Gemm | Ew | Stat | Pool
+@dataclass(frozen=True)
+class Scan:
+    """A running sum or product along the columns of each row (cumsum, cumprod): from the
+    last column back when `reverse`; each output without its own element when `exclusive`
+    (the first is the identity, 0 or 1). A value over the columns that needs the row up to
+    it: a pass over rows walks each row in order and carries the running total."""
+
+    id: int
+    kind: Kind
+    fn: str  # "sum" | "prod"
+    x: int
+    reverse: bool = False
+    exclusive: bool = False
+    space: int = 0
+
+
+Node = Load | Gemm | Ew | Stat | Pool | Scan
 
 
 @dataclass(frozen=True)
@@ -188,6 +234,13 @@ class Graph:
     work: Work = Work()
     rewrites: tuple[str, ...] = ()  # exact rewrites applied (rewrite.py), for the note
     updates: tuple[Update, ...] = ()  # buffers written besides the output
+    # forward expressions of the sizes of C, C1, C2, ... where an input's trailing dims
+    # together are the columns (empty: C is the columns, NC)
+    col_sizes: tuple[str, ...] = ()
+    # the output's shape as a forward expression where the kernels' space views it flat
+    # (attention's batch of [S, D] matrices, viewed back to [..., S, D]); "" otherwise
+    out_shape: str = ""
+    int_output: bool = False  # the output is indices (argmax, argmin): int64
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]
@@ -195,7 +248,7 @@ class Graph:
     def deps(self, node: Node) -> tuple[int, ...]:
         if isinstance(node, Ew):
             return tuple(a for a in node.args if isinstance(a, int))
-        if isinstance(node, Stat | Pool):
+        if isinstance(node, Stat | Pool | Scan):
             return (node.x,)
         if isinstance(node, Gemm) and isinstance(node.a, int):
             return (node.a,)
@@ -216,7 +269,9 @@ class Graph:
         """The op names in order, for notes and reports."""
         names = []
         for n in self.nodes:
-            if isinstance(n, Gemm):
+            if isinstance(n, Gemm) and n.window is not None:
+                names.append(f"{n.window.fn}_pool{n.window.dims}d")
+            elif isinstance(n, Gemm):
                 names.append("tile" if n.anchor else "gemm")
             elif isinstance(n, Ew):
                 names.append(n.fn)
@@ -224,4 +279,7 @@ class Graph:
                 names.append(f"{n.axis}_{n.fn}")
             elif isinstance(n, Pool):
                 names.append(f"{n.fn}_pool")
+            elif isinstance(n, Scan):
+                kind = ("reverse_" if n.reverse else "") + ("exclusive_" if n.exclusive else "")
+                names.append(f"{kind}cum{n.fn}")
         return tuple(names)

@@ -67,8 +67,32 @@ ELEMENTWISE: tuple[OpSpec, ...] = (
     # (a select, never a product: inf and NaN outside the triangle become 0 as in torch)
     OpSpec("triu", 3, "tl.where(({col} - {row} % tl.cast({2}, tl.int32)) >= {1}, {0}, 0.0)",
            "col - row >= b ? a : 0.0f", indexed=True),
+    # argmax / argmin: the element's index along the reduced dim where it equals the
+    # statistic {1}, else +inf (a min over these is the first such index, as torch's)
+    OpSpec("argpos_col", 3,
+           "tl.where({0} == {1}, ({col} + 0 * {row}).to(tl.float32), float('inf'))",
+           "a == b ? static_cast<float>(col) : INFINITY", indexed=True),
+    OpSpec("argpos_row", 3,
+           "tl.where({0} == {1}, ({row} % tl.cast({2}, tl.int32) + 0 * {col}).to(tl.float32), "
+           "float('inf'))",
+           "a == b ? static_cast<float>(row) : INFINITY", indexed=True),
+    # cross entropy's target logit: x where the column is the row's class index t, else 0
+    OpSpec("pick_col", 3, "tl.where(({col} + 0 * {row}) == {1}.to(tl.int32), {0}, 0.0)",
+           "col == static_cast<int64_t>(b) ? a : 0.0f", indexed=True),
+    OpSpec("not_equal", 2, "tl.where({0} != {1}, 1.0, 0.0)", "a != b ? 1.0f : 0.0f"),
     OpSpec("tril", 3, "tl.where(({col} - {row} % tl.cast({2}, tl.int32)) <= {1}, {0}, 0.0)",
            "col - row <= b ? a : 0.0f", indexed=True),
+    OpSpec("selu", 1,
+           "(1.0507009873554805 * tl.where({0} > 0.0, {0}, "
+           "1.6732632423543772 * (tl.exp({0}) - 1.0)))",
+           "1.0507009873554805f * (a > 0.0f ? a : 1.6732632423543772f * (kf_exp(a) - 1.0f))"),
+    # x log x, 0 at x == 0 (torch.xlogy(x, x), the entropy term of kl_div)
+    OpSpec("xlogx", 1, "tl.where({0} == 0.0, 0.0, {0} * tl.log({0}))",
+           "a == 0.0f ? 0.0f : a * kf_log(a)"),
+    # smooth L1 of a difference d with beta b: 0.5 d^2 / b below b, |d| - 0.5 b above
+    OpSpec("smooth_l1", 2,
+           "tl.where(tl.abs({0}) < {1}, 0.5 * {0} * {0} / {1}, tl.abs({0}) - 0.5 * {1})",
+           "std::fabs(a) < b ? 0.5f * a * a / b : std::fabs(a) - 0.5f * b"),
 )  # fmt: skip
 
 OPS: dict[str, OpSpec] = {op.name: op for op in ELEMENTWISE}

@@ -19,6 +19,7 @@ from kforge_search.agents.builtin.ir import (
     Kind,
     Load,
     Pool,
+    Scan,
     Size,
     Stat,
     Unsupported,
@@ -49,6 +50,12 @@ class StagePlan:
     # Whole-row statistics after per-segment ones (GroupNorm, then a mean over the row): a
     # second pass over whole rows, reading what the segment pass wrote.
     row2_tail: tuple[int, ...] = ()
+    # Scans in the row pass (in `tail`, in order): each walks the row in order with a
+    # running total; those later steps read back are among `outs`.
+    scans: tuple[int, ...] = ()
+    # Column statistics per batch of rows (kind BCOL: the last leading dim reduced): the
+    # pass over columns walks each batch's rows apart, one program per (columns, batch).
+    batched_cols: bool = False
 
     @property
     def fusable(self) -> bool:
@@ -59,6 +66,8 @@ class StagePlan:
             and not self.col_tail
             and not self.post_tail
             and not self.row2_tail
+            and not self.scans
+            and not self.batched_cols
         )
 
     def whole_row_pass(self) -> StagePlan:
@@ -96,7 +105,7 @@ class Plan:
         """Every node written to a buffer by some kernel (second-pass placement)."""
         out: list[int] = []
         for s in self.stages:
-            for n in (*s.gemm_stores, *s.outs):
+            for n in (*s.gemm_stores, *s.outs, *s.post_outs):
                 if n not in out:
                     out.append(n)
         return tuple(out)
@@ -139,8 +148,8 @@ def _stages(graph: Graph, live: set[int]) -> dict[int, int]:
         elif isinstance(node, Gemm):
             stage_of[node.id] = gemm_index
             gemm_index += 1
-        else:
-            stage_of[node.id] = max(stage_of[d] for d in graph.deps(node))
+        else:  # of inputs alone: computed in the stage open at that point
+            stage_of[node.id] = max(gemm_index - 1, *(stage_of[d] for d in graph.deps(node)))
     return stage_of
 
 
@@ -151,7 +160,7 @@ def _phases(graph: Graph, live: set[int], stage_of: dict[int, int]) -> dict[int,
             continue
         same = [d for d in graph.deps(node) if stage_of[d] == stage_of[node.id]]
         base = max((phase[d] for d in same), default=0)
-        if isinstance(node, Stat):
+        if isinstance(node, Stat | Scan):  # needs the whole row (a scan: the row up to it)
             base += 1
         elif isinstance(node, Pool) and base > 0:
             raise _Refuse("pooling after a row statistic")
@@ -225,10 +234,63 @@ def _whole_row_part(graph: Graph, mine: list[int]) -> tuple[int, ...]:
     return tuple(sorted(part))
 
 
+def _batched_cols(graph: Graph, stats: list[object]) -> bool:
+    """Whether the stage's column statistics are per batch of rows (all of them, or none:
+    one pass over columns walks either every row or each batch's)."""
+    kinds = {st.kind is Kind.BCOL for st in stats if isinstance(st, Stat) and st.axis == "col"}
+    if len(kinds) > 1:
+        raise _Refuse("column statistics per batch beside ones over every row")
+    return kinds == {True}
+
+
 def _reads_input(node: object) -> bool:
     """An anchor that reads an input: the passes after the tile read the input again rather
     than a copy of it."""
     return isinstance(node, Gemm) and node.anchor and isinstance(node.a, str)
+
+
+def _from_inputs(graph: Graph, node_id: int) -> bool:
+    """Whether a value is elementwise on inputs alone (x * mask on an anchor that reads x):
+    the passes compute it again from the inputs rather than read a copy the tile kernel
+    wrote (fewer bytes: the inputs are read either way)."""
+    need = closure(graph, (node_id,), set())
+    return all(isinstance(graph.node(n), Load | Ew) or _reads_input(graph.node(n)) for n in need)
+
+
+def _scan_buffers(graph: Graph, tail: tuple[int, ...]) -> set[int]:
+    """Scans the row pass writes to read them back: those that a later statistic or scan
+    needs, or a value that needs a later one too (each walks the row on its own)."""
+    wide = [n for n in tail if isinstance(graph.node(n), Stat | Scan)]
+    mine = set(tail)
+    found: set[int] = set()
+    for i, scan in enumerate(wide):
+        if not isinstance(graph.node(scan), Scan):
+            continue
+        later = set(wide[i + 1 :])
+        for n in tail:
+            need = set(closure(graph, (n,), set())) & mine
+            if n != scan and scan in need and need & later:
+                found.add(scan)
+                break
+    return found
+
+
+def scan_outs(
+    graph: Graph, stage: StagePlan, scan_id: int, done: set[int], have: set[int], leaves: set[int]
+) -> tuple[int, ...]:
+    """The row pass's outputs over the columns that a scan's walk writes (not in `done`):
+    the scan itself when it is written, and those that need it but no later statistic or
+    scan (given `have` computed and `leaves` read from buffers)."""
+    wide = [n for n in stage.tail if isinstance(graph.node(n), Stat | Scan)]
+    later = set(wide[wide.index(scan_id) + 1 :])
+    found = []
+    for n in stage.outs:
+        if n not in stage.tail or n in done or graph.node(n).kind not in (Kind.MAT, Kind.COL):
+            continue
+        need = set(closure(graph, (n,), have, leaves))
+        if n == scan_id or (scan_id in need and not need & later):
+            found.append(n)
+    return tuple(found)
 
 
 def lower(graph: Graph) -> Plan | Unsupported:
@@ -255,6 +317,11 @@ def _lower(graph: Graph) -> Plan:
         stats = [graph.node(n) for n in mine if isinstance(graph.node(n), Stat)]
         axes = {st.axis for st in stats}  # type: ignore[union-attr]
         segs = {st.groups is not None for st in stats if st.axis == "row"}  # type: ignore[union-attr]
+        scans = tuple(n for n in mine if isinstance(graph.node(n), Scan))
+        if scans:
+            if True in segs:
+                raise _Refuse("a scan with statistics per row segment")
+            axes.add("row")
         col_tail: tuple[int, ...] = ()
         if len(axes) > 1:
             col_tail = _column_part(graph, mine, phase)
@@ -278,13 +345,17 @@ def _lower(graph: Graph) -> Plan:
             or n in updated
             or any(stage_of.get(u, s) > s for u in users[n] if u in live)
         )
+        if any(n in (*col_tail, *row2_tail) for n in scans):
+            raise _Refuse("a scan in a pass over columns or after row-segment statistics")
+        read_back = _scan_buffers(graph, tail)
+        outs = tuple(n for n in mine if n in outs or n in read_back)
         passes = (*tail, *col_tail, *row2_tail)
         needed_by_tail = {d for t in passes for d in graph.deps(graph.node(t))}
         gemm_stores = tuple(
             n
             for n in sorted(phase0)
             if graph.node(n).kind is Kind.MAT
-            and (n in outs or (n in needed_by_tail and not _reads_input(graph.node(n))))
+            and (n in outs or (n in needed_by_tail and not _from_inputs(graph, n)))
         )
         col_kind = {n for n in col_tail if graph.node(n).kind is Kind.COL}
         rows = (*tail, *row2_tail)
@@ -297,10 +368,8 @@ def _lower(graph: Graph) -> Plan:
             or n in updated
             or any(stage_of.get(u, s) > s for u in users[n] if u in live)
         )
-        if any(stage_of.get(u, s) > s for n in post_outs for u in users[n] if u in live):
-            raise _Refuse("a GEMM after a statistic over the rows of row statistics")
         for n in outs:
-            if graph.node(n).kind not in (Kind.MAT, Kind.ROW, Kind.SEG, Kind.COL):
+            if graph.node(n).kind not in (Kind.MAT, Kind.ROW, Kind.SEG, Kind.COL, Kind.BCOL):
                 raise _Refuse(f"an output of kind {graph.node(n).kind.value}")
         stages.append(
             StagePlan(
@@ -318,6 +387,8 @@ def _lower(graph: Graph) -> Plan:
                 post_tail=post_tail,
                 post_outs=post_outs,
                 row2_tail=row2_tail,
+                batched_cols=_batched_cols(graph, stats),
+                scans=scans,
             )
         )
     for st in stages[1:]:

@@ -8,8 +8,8 @@ from typing import Any
 
 import jinja2
 
-from kforge_search.agents.builtin.dims import canonical, rank
-from kforge_search.agents.builtin.ir import Graph, Kind, Load
+from kforge_search.agents.builtin.dims import canonical, is_col, rank
+from kforge_search.agents.builtin.ir import Gemm, Graph, Kind, Load, Scalar
 from kforge_search.agents.builtin.plan import Plan, StagePlan, closure
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -59,7 +59,7 @@ def stored_before(plan: Plan, stage: StagePlan) -> set[int]:
     """Buffers written by earlier stages (every stage's outs and GEMM stores)."""
     found: set[int] = set()
     for s in plan.stages[: stage.index]:
-        found.update(s.outs, s.gemm_stores)
+        found.update(s.outs, s.gemm_stores, s.post_outs)
     return found
 
 
@@ -70,6 +70,7 @@ def buffer_shape(kind: Kind, stage: int) -> str:
         Kind.SEG: "(R, G)",
         Kind.COL: f"(NC{stage},)",
         Kind.ONE: "()",
+        Kind.BCOL: f"(R // BR, NC{stage})",
     }[kind]
 
 
@@ -78,6 +79,8 @@ def output_line(plan: Plan) -> str:
     when the output's dims come in another order than the kernels', e.g. (1, N, B, 1))."""
     out = f"b{plan.graph.output}"
     dims = plan.graph.out_dims
+    if plan.graph.out_shape:
+        return f"return {out}.view({plan.graph.out_shape})"
     if dims == ("L0", "C") or dims == ("L0",):
         return f"return {out}"  # the buffer already has this shape
     if not dims:
@@ -117,6 +120,8 @@ def _size_expr(plan: Plan, token: str | int) -> str:
         return "1"
     if str(token).startswith("L"):
         return f"lead[{str(token)[1:]}]"
+    if is_col(token) and plan.graph.col_sizes:  # columns made of an input's trailing dims
+        return plan.graph.col_sizes[int(str(token)[1:] or 0)]
     return {"C": f"NC{stage}", "G": "G", "S": f"SEG{stage}"}[str(token)]
 
 
@@ -129,13 +134,22 @@ def leaf_prep(names_tensors: dict[tuple[str, Kind], str], contiguous: bool = Tru
     """Leaves, made contiguous (kernels index them flat, rows of their last dim) unless the
     library does that itself."""
     tail = ".contiguous()" if contiguous else ""
-    return [f"{name} = {expr}{tail}" for (expr, _), name in names_tensors.items()]
+    # a full-size leaf is read as the space's rows (R of them, defined before) of columns:
+    # rows of its last dim, or of its last dims where those together are the columns
+    return [
+        f"{name} = {expr}{'.reshape(R, -1)' if kind is Kind.MAT else ''}{tail}"
+        for (expr, kind), name in names_tensors.items()
+    ]
 
 
 def stage_sizes(plan: Plan, stage: StagePlan, a: str, w: str, layout: str) -> list[str]:
     """Forward lines naming the stage's sizes: M, K, N, pooling, NC, SEG."""
     s = stage.index
     g = stage.gemm
+    if g.window is not None:  # the pooled output: R rows of its last dim, K per window
+        volume = " * ".join(_int(k) for k in g.window.kernel)
+        lines = [f"M{s}, K{s} = R, {volume}", f"BT{s} = 1", f"N{s} = po{s}[-1]"]
+        return [*lines, f"POOL{s} = 1", f"NC{s} = N{s}", _seg_line(plan, s)]
     if g.anchor:  # the tile is `a` itself: M rows of N columns, nothing contracted
         lines = [f"M{s}, K{s} = {a}.shape[-2], 1", f"BT{s} = 1", f"N{s} = {a}.shape[-1]"]
         return [*lines, f"POOL{s} = 1", f"NC{s} = N{s}", _seg_line(plan, s)]
@@ -168,6 +182,15 @@ def a_operand(plan: Plan, stage: StagePlan) -> tuple[list[str], str]:
     """Forward lines making the stage's A operand, and its name."""
     g = stage.gemm
     s = stage.index
+    if g.window is not None:
+        return window_lines(g, s), f"a{s}"
+    if isinstance(g.a, str) and g.anchor and g.cols_from >= 0:  # an input, its columns given
+        k = g.cols_from
+        return [
+            f"a{s} = {g.a}.reshape(-1, {g.a}.shape[{k}:].numel())",
+            f"lead = {g.a}.shape[:{k}]",
+            f"R = a{s}.shape[0]",
+        ], f"a{s}"
     if isinstance(g.a, str):
         if not g.batched and plan.graph.n_lead == 1:
             return [f"a{s} = {g.a}", f"lead = {g.a}.shape[:-1]", f"R = a{s}.shape[0]"], f"a{s}"
@@ -185,3 +208,35 @@ def a_operand(plan: Plan, stage: StagePlan) -> tuple[list[str], str]:
     if g.batched:
         return [f"a{s} = b{g.a}.view(lead[0], lead[1], -1)"], f"a{s}"
     return [f"a{s} = b{g.a}"], f"a{s}"
+
+
+def _int(value: Scalar) -> str:
+    return f"int({value.source})" if value.source else repr(int(value.value))
+
+
+def window_lines(g: Gemm, s: int) -> list[str]:
+    """Forward lines of a window stage: its input `a{s}` (read through its strides), the
+    window's sizes per spatial dim (wk kernel, ws stride, wp padding, wd dilation), the
+    pooled sizes `po{s}` (torch's rule: ceil_mode windows start within the input or its left
+    padding), the output's leading dims and R, the rows of the tile."""
+    w = g.window
+    assert w is not None and isinstance(g.a, str)
+    a, n = f"a{s}", w.dims
+
+    def each(values: tuple[Scalar, ...]) -> str:
+        return "(" + ", ".join(_int(v) for v in values) + ",)"
+
+    sizes = f"zip({a}.shape[-{n}:], wk{s}, ws{s}, wp{s}, wd{s})"
+    up = " + st - 1" if w.ceil_mode else ""
+    lines = [
+        f"{a} = {g.a}",
+        f"wk{s}, ws{s}, wp{s}, wd{s} = {each(w.kernel)}, {each(w.stride)}, "
+        f"{each(w.padding)}, {each(w.dilation)}",
+        f"po{s} = tuple((n + 2 * p - d * (k - 1) - 1{up}) // st + 1 for n, k, st, p, d in {sizes})",
+    ]
+    if w.ceil_mode:
+        lines.append(
+            f"po{s} = tuple(o - int((o - 1) * st >= n + p) "
+            f"for o, (n, k, st, p, d) in zip(po{s}, {sizes}))"
+        )
+    return [*lines, f"lead = (*{a}.shape[:-{n}], *po{s}[:-1])", "R = torch.Size(lead).numel()"]

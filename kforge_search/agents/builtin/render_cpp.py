@@ -7,23 +7,27 @@ of vector instructions per GEMM stage (a constant int64 tensor) and the stage's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
 from kforge_search.agents.builtin import render as r
 from kforge_search.agents.builtin.genome import CppGenome
-from kforge_search.agents.builtin.ir import Ew, Gemm, Kind, Load, Scalar, Size, Stat
+from kforge_search.agents.builtin.ir import Ew, Gemm, Kind, Load, Scalar, Scan, Size, Stat
 from kforge_search.agents.builtin.ops import ELEMENTWISE, REDUCTIONS, cpp_opcode
-from kforge_search.agents.builtin.plan import Plan, StagePlan
+from kforge_search.agents.builtin.plan import Plan, StagePlan, scan_outs
 from kforge_search.agents.builtin.source import model_source
 from kforge_search.agents.builtin.triton_lines import Names, literal
 
 OP_ACC, OP_LOAD, OP_SCALAR, OP_SIZE, OP_STAT, OP_STORE, OP_COPY = 100, 101, 102, 103, 104, 105, 106
-KIND_CODE = {Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5}
-STEP_TOP, STEP_STAT, STEP_FINAL = 0, 1, 2
-SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2}
+OP_SCAN = 107
+KIND_CODE = {
+    Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5, Kind.BCOL: 6,
+}  # fmt: skip
+STEP_TOP, STEP_STAT, STEP_FINAL, STEP_SCAN = 0, 1, 2, 3
+SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2, "brows": 3}
 PASS_BITS = {"": 0, "row": 1, "col": 2, "post": 4, "whole": 8}
-VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL}, "col": {Kind.MAT, Kind.ROW}}
+VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL, Kind.BCOL}, "col": {Kind.MAT, Kind.ROW}}
 EXTENSION = "kforge_builtin_cpp"
 CFLAGS = ["-O3", "-fopenmp", "-fno-trapping-math", "-fno-math-errno"]
 
@@ -95,7 +99,8 @@ class StageCode:
             if isinstance(node.a, str):
                 name = self.names.tensor(node.a, Kind.MAT)
                 self.emit(OP_LOAD, self.reg(node_id), self.tensor(name), KIND_CODE[Kind.MAT])
-            else:
+            else:  # a value an earlier stage stored
+                self.node(node.a)
                 self.emit(OP_COPY, self.reg(node_id), self.reg(node.a))
         elif isinstance(node, Gemm):
             self.emit(OP_ACC, self.reg(node_id))
@@ -147,10 +152,15 @@ def _pass_steps(sc: StageCode, st: StagePlan) -> list[list[int]]:
             have.update(scalar)
         return [n for n in ids if graph.node(n).kind in vector]
 
+    done: set[int] = set()  # outputs a scan's walk stored
     stats = [n for n in st.tail if isinstance(graph.node(n), Stat)]
-    for slot, stat_id in enumerate(stats):
+    for stat_id in (n for n in st.tail if isinstance(graph.node(n), Stat | Scan)):
         stat = graph.node(stat_id)
+        if isinstance(stat, Scan):
+            steps.append(_scan_step(sc, st, stat, have, done, top))
+            continue
         assert isinstance(stat, Stat)
+        slot = stats.index(stat_id)
         loop = top(r.schedule(graph, (stat.x,), have, sc.leaves))
         fn = REDUCTIONS[stat.fn].cpp_code
         steps.append([STEP_STAT, *sc.section(loop), sc.reg(stat.x), fn, slot])
@@ -158,7 +168,7 @@ def _pass_steps(sc: StageCode, st: StagePlan) -> list[list[int]]:
         sc.emit(OP_STAT, sc.reg(stat_id), slot)
         steps.append([STEP_TOP, start, 1, 0, 0, 0])
         have.add(stat_id)
-    outs = [n for n in st.outs if n in st.tail]
+    outs = [n for n in st.outs if n in st.tail and n not in done]
     scalar_outs = tuple(n for n in outs if graph.node(n).kind not in vector)
     if scalar_outs:
         top(r.schedule(graph, scalar_outs, have, sc.leaves), scalar_outs)
@@ -167,6 +177,37 @@ def _pass_steps(sc: StageCode, st: StagePlan) -> list[list[int]]:
         loop = top(r.schedule(graph, vector_outs, have, sc.leaves))
         steps.append([STEP_FINAL, *sc.section(loop, vector_outs), 0, 0, 0])
     return steps
+
+
+def _scan_step(
+    sc: StageCode,
+    st: StagePlan,
+    scan: Scan,
+    have: set[int],
+    done: set[int],
+    top: Callable[[list[int]], list[int]],
+) -> list[int]:
+    """A scan's walk over the row, chunk by chunk in order (OP_SCAN carries the total):
+    its input, the scan, then the outputs that need it and no later statistic; the scan is
+    read back from its buffer by later steps when it is written."""
+    graph = sc.plan.graph
+    loop = top(r.schedule(graph, (scan.x,), have, sc.leaves))
+    here = scan_outs(graph, st, scan.id, done, have, sc.leaves)
+    after = top(r.schedule(graph, here, have | {scan.id} | set(loop), sc.leaves))
+    start = len(sc.code) // 5
+    for n in loop:
+        sc.node(n)
+    flags = int(scan.fn == "prod") | 2 * int(scan.reverse) | 4 * int(scan.exclusive)
+    sc.emit(OP_SCAN, sc.reg(scan.id), sc.reg(scan.x), flags)
+    for n in after:
+        sc.node(n)
+    for n in here:
+        sc.store(n)
+    done.update(here)
+    if scan.id in st.outs:
+        sc.leaves = sc.leaves | {scan.id}
+    count = len(sc.code) // 5 - start
+    return [STEP_SCAN, start, count, int(scan.reverse), int(scan.fn == "prod"), 0]
 
 
 def stage_lines(
@@ -206,7 +247,7 @@ def stage_lines(
     a_lines, a = r.a_operand(plan, stage)
     g = stage.gemm
     layout = g.b_layout
-    if g.anchor:  # no GEMM: the library skips it (layout "none"), B is never read
+    if g.anchor or g.window is not None:  # no GEMM (anchor, window): B is never read
         w_line, layout = f"w{s} = a{s}", "kn"
     elif (
         genome.weight_layout == "kn"
@@ -218,22 +259,25 @@ def stage_lines(
         layout = "kn"
     else:
         w_line = f"w{s} = {g.b}"
-    what = "GEMM" + (" + pooling" if stage.pool else "") + " + epilogue"
+    what = f"{g.window.fn} pooling" if g.window else "GEMM"
+    what += (" + pooling" if stage.pool else "") + " + epilogue"
     what += f" + {stage.axis} statistics" if stage.tail else ""
     rest = [f"# stage {s}: {what}", w_line, *r.stage_sizes(plan, stage, a, f"w{s}", layout)]
     pre_start, pre_n, post_start, post_n, pool_fn, pool_src, pool_dst = epi
-    sizes = [f"BT{s}", f"M{s}", f"N{s}", f"K{s}", f"NC{s}", "R", f"SEG{s}", "G", f"POOL{s}"]
+    sizes = [f"BT{s}", f"M{s}", f"N{s}", f"K{s}", f"NC{s}", "R", f"SEG{s}", "G", f"POOL{s}", "BR"]
+    rest.append("BR = lead[-1]" if stage.batched_cols else "BR = R")  # rows of one batch
     layout_values = [
-        *(pool_fn, pool_src, pool_dst, 2 if g.anchor else int(layout == "kn")),
+        *(pool_fn, pool_src, pool_dst, _layout_code(g, layout)),
         *(genome.block_m, genome.block_n, genome.block_k, genome.parallel_work),
         *(pre_start, pre_n, post_start, post_n),
         *(bits, len(steps), max(1, len(sc.regs))),
         *(v for step in steps for v in step),
         len(buffers),
-        *(KIND_CODE[plan.kind(n)] for n in buffers),
+        *(KIND_CODE[plan.kind(n)] + 16 * _int_output(plan, n) for n in buffers),
         n_col,
         n_row,
         n_row2,
+        *_window_spec(g, s, sc.scalars),
     ]
     constants.append(f"_CODE{s} = torch.tensor({code or [0] * 5}, dtype=torch.int64)")
     constants.append(f"_LAYOUT{s} = torch.tensor({layout_values}, dtype=torch.int64)")
@@ -243,6 +287,30 @@ def stage_lines(
         f"[{', '.join(sc.scalars)}], _CODE{s}, [{', '.join(sizes)}], _LAYOUT{s})"
     )
     return a_lines, [*rest, call]
+
+
+def _layout_code(g: Gemm, layout: str) -> int:
+    """The library's kn: 0 B stored [N, K], 1 [K, N], 2 no GEMM (an anchor), 3 a window."""
+    return 3 if g.window is not None else 2 if g.anchor else int(layout == "kn")
+
+
+def _window_spec(g: Gemm, s: int, scalars: list[str]) -> list[int]:
+    """A window stage's spec after the layout (fn, count_include_pad, dims, first scalar);
+    its sizes go to the scalars (per spatial dim kernel, stride, padding, dilation, then the
+    pooled sizes), made by the forward's window lines."""
+    w = g.window
+    if w is None:
+        return []
+    first = len(scalars)
+    for i in range(w.dims):
+        scalars += [f"float({name}{s}[{i}])" for name in ("wk", "ws", "wp", "wd")]
+    scalars += [f"float(po{s}[{i}])" for i in range(w.dims)]
+    return [0 if w.fn == "max" else 1, int(w.count_include_pad), w.dims, first]
+
+
+def _int_output(plan: Plan, node: int) -> int:
+    """1 for the program's output where it is indices (int64), else 0."""
+    return int(node == plan.graph.output and plan.graph.int_output)
 
 
 def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> str:

@@ -59,6 +59,7 @@ class StageWriter:
 
     def _sizes(self, nc: str | None = None, pool: str | None = None, plane: str = "0") -> list[str]:
         s = self.s
+        window = [f"*wa{s}"] if self.stage.gemm.window is not None else []
         return [
             f"M{s}",
             f"N{s}",
@@ -71,6 +72,7 @@ class StageWriter:
             plane,
             f"*sa{s}",
             f"*sb{s}",
+            *window,
         ]
 
     def _consts(self, bm: str, bn: str, split: int = 1, dot: bool = True) -> str:
@@ -78,15 +80,22 @@ class StageWriter:
         bf16 = ", BF16_IN_FP32=_KF_BF16_IN_FP32" if dot and gn.precision in BF16 else ""
         # K slices of whole BLOCK_K steps: the K loop needs no masks
         even = f", EVEN_K=K{self.s} % {gn.block_k * split} == 0" if dot else ""
+        window = f", **wc{self.s}" if self.stage.gemm.window is not None else ""
         return (
             f"BLOCK_M={bm}, BLOCK_N={bn}, BLOCK_K={gn.block_k}, GROUP_M={gn.group_m}, "
             f"SPLIT_K={split}, num_warps={gn.num_warps}, num_stages={gn.num_stages}{even}{bf16}"
+            f"{window}"
         )
 
     def _alloc(self, ids: tuple[int, ...]) -> list[str]:
+        graph = self.plan.graph
+
+        def dtype(n: int) -> str:  # indices (argmax) as int64, the rest float32
+            return "int64" if graph.int_output and n == graph.output else "float32"
+
         return [
             f"b{n} = torch.empty({r.buffer_shape(self.plan.kind(n), self.s)}, "
-            "device=a0.device, dtype=torch.float32)"
+            f"device=a0.device, dtype=torch.{dtype(n)})"
             for n in ids
         ]
 
@@ -97,7 +106,7 @@ class StageWriter:
         lines = self._alloc(tuple(dict.fromkeys(apart)))
         grid = f"(triton.cdiv(M{s}, {gn.block_m}) * triton.cdiv(NC{s}, {gn.block_n}), 1, BT{s})"
         consts = self._consts(str(gn.block_m), str(gn.block_n))
-        if gn.split_k > 1 and not st.gemm.anchor:
+        if gn.split_k > 1 and not st.gemm.anchor and st.gemm.window is None:
             part = self._gemm(f"_kf_s{s}_partial", "partial", (), leaves)
             red = self._gemm(f"_kf_s{s}_reduce", "reduce", stores, leaves)
             self.kernels += [part, red]
@@ -125,6 +134,17 @@ class StageWriter:
             self.kernels.append(kernel)
             pre, head, tma = self._operands([f"a{s}", self.b], str(gn.block_m), str(gn.block_n))
             lines += pre
+            if st.gemm.window is not None:
+                # tiles no wider than the pooled rows; the input a tile's row of kernel
+                # offsets spans (its columns times the stride) within block_m x block_n
+                budget = gn.block_m * gn.block_n
+                lines += [
+                    f"wbn{s} = min({gn.block_n}, max(16, triton.next_power_of_2(NC{s})))",
+                    f"wbm{s} = max(16, min(triton.next_power_of_2(M{s}), "
+                    f"1 << (max(1, {budget} // (wbn{s} * ws{s}[-1])).bit_length() - 1)))",
+                ]
+                grid = f"(triton.cdiv(M{s}, wbm{s}) * triton.cdiv(NC{s}, wbn{s}), 1, BT{s})"
+                consts = self._consts(f"wbm{s}", f"wbn{s}")
             if self.stage.pool is not None:  # whole windows per tile where the size allows
                 lines += [
                     f"pw{s} = POOL{s} if POOL{s} & (POOL{s} - 1) == 0 and POOL{s} <= {gn.block_n}"
@@ -163,14 +183,18 @@ class StageWriter:
         self.kernels.append(kernel)
         whole = suffix == "_whole"  # segments as long as the row
         seg = f"NC{s}" if whole else f"SEG{s}"
-        sizes = ["R", "1" if one else f"NC{s}", seg, "G"]
+        # the last pass (one program) computes its one column redundantly in each of its
+        # BLOCK_C lanes: NC stays the space's, as sizes in its expressions (a mean) need
+        sizes = ["R", f"NC{s}", seg, "G"]
         if st.axis == "row":
             segments = "G" if st.segmented else "1"
             block = f"min({gn.pass_block}, max(16, triton.next_power_of_2({seg})))"
             consts = f"BLOCK=pass_block, num_warps={gn.pass_warps}"
             return [f"pass_block = {block}", _launch(kernel, f"(R, {segments})", [], sizes, consts)]
         consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
-        grid = "(1,)" if one else f"(triton.cdiv(NC{s}, 32),)"
+        batched = st.batched_cols and not one
+        sizes.append("BR" if batched else "R")  # the rows each program walks
+        grid = "(1, 1)" if one else f"(triton.cdiv(NC{s}, 32), {'R // BR' if batched else 1})"
         return [_launch(kernel, grid, [], sizes, consts)]
 
     def fused_lines(self, leaves: set[int]) -> list[str]:
@@ -200,13 +224,17 @@ class StageWriter:
         a_lines, a = r.a_operand(self.plan, st)
         b_lines, layout = _b_operand(st, gn)
         rest = [
-            f"# stage {s}: GEMM"
+            f"# stage {s}: "
+            + (f"{st.gemm.window.fn} pooling" if st.gemm.window else "GEMM")
             + (" + pooling" if st.pool else "")
             + " + epilogue"
             + (f" + {st.axis} statistics" if st.tail else ""),
             *b_lines,
         ]
         rest += r.stage_sizes(self.plan, st, a, f"w{s}", layout)
+        rest.append("BR = lead[-1]" if st.batched_cols else "BR = R")  # rows of one batch
+        if st.gemm.window is not None:
+            rest += _window_args(st)
         a_batch, b_batch = (f"{a}.stride(0)", f"w{s}.stride(0)") if st.gemm.batched else ("0", "0")
         k, n = ("-1", "-2") if layout == "nk" else ("-2", "-1")
         rest.append(f"sa{s} = ({a_batch}, {a}.stride(-2), {a}.stride(-1))")
@@ -231,7 +259,7 @@ class StageWriter:
 
 def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
     g, s = stage.gemm, stage.index
-    if g.anchor:  # no B: the kernel's B pointer is the tile's own tensor, never read
+    if g.anchor or g.window is not None:  # no B: the B pointer is a{s}, never read
         return [f"w{s} = a{s}"], "kn"
     layout, derive = g.b_layout, ""
     if g.b.startswith("self.") and not g.batched:
@@ -242,6 +270,24 @@ def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
     if not derive:
         return [f"w{s} = {g.b}"], layout
     return [f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w{derive})'], layout
+
+
+def _window_args(stage: StagePlan) -> list[str]:
+    """A window stage's run-time arguments `wa` (channels, the input's batch and channel
+    strides, then per spatial dim its input length, stride and pooled length) and its
+    constexprs `wc` (per spatial dim: kernel, stride, padding, dilation)."""
+    s, w = stage.index, stage.gemm.window
+    assert w is not None
+    n, a = w.dims, f"a{s}"
+    consts = ", ".join(
+        f"W{x}{i}=w{x.lower()}{s}[{i}]" for i in range(n) for x in ("K", "S", "P", "D")
+    )
+    return [
+        f"wa{s} = ({a}.shape[-{n + 1}], {a}.stride(0) if {a}.dim() == {n + 2} else 0, "
+        f"{a}.stride(-{n + 1}), *(v for i in range(-{n}, 0) "
+        f"for v in ({a}.shape[i], {a}.stride(i), po{s}[i])))",
+        f"wc{s} = dict({consts})",
+    ]
 
 
 def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: str) -> str:

@@ -9,7 +9,7 @@ the graph such as `0.5` in `x * self.scaling_factor` is known to come from
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kforge_search.agents.builtin.ir import Unsupported
@@ -45,6 +45,7 @@ class Traced:
     model: Any  # the Model on the meta device, scalar attributes wrapped
     input_names: tuple[str, ...]
     input_shapes: tuple[tuple[int, ...], ...]
+    scalar_inputs: dict[str, float] = field(default_factory=dict)  # numbers passed to forward
 
 
 def _wrap_scalars(model: Any) -> None:
@@ -92,12 +93,17 @@ def _trace(problem: Problem) -> Traced | Unsupported:
             inputs = list(module.get_inputs())
     except Exception as exc:  # the problem's own code on the meta device
         return Unsupported("meta-device construction", f"{type(exc).__name__}: {exc}")
-    if not all(isinstance(x, torch.Tensor) for x in inputs):
-        return Unsupported("non-tensor forward inputs")
-    if any(x.dtype != torch.float32 for x in inputs) or any(
+    if not all(_number(x) or isinstance(x, torch.Tensor) for x in inputs):
+        kinds = sorted({type(x).__name__ for x in inputs if not isinstance(x, torch.Tensor)})
+        return Unsupported("non-tensor forward inputs", f"of type {', '.join(kinds)}")
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    numbers = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+    if any(x.dtype != torch.float32 and x.dtype not in numbers for x in tensors) or any(
         p.dtype != torch.float32 for p in model.parameters()
     ):
-        return Unsupported("dtype", "the synthesizer emits float32 kernels only")
+        return Unsupported(
+            "dtype", "the synthesizer emits float32 kernels (bool and integer inputs as numbers)"
+        )
     _wrap_scalars(model)
     try:
         gm = torch.fx.symbolic_trace(model)
@@ -118,4 +124,54 @@ def _trace(problem: Problem) -> Traced | Unsupported:
         for m in cumulative:
             m.momentum = None
     names = tuple(n.target for n in gm.graph.nodes if n.op == "placeholder")
-    return Traced(gm, model, names, tuple(tuple(x.shape) for x in inputs))
+    pairs = list(zip(names, inputs, strict=False))
+    others = {
+        name for name, x in pairs if isinstance(x, torch.Tensor) and x.dtype != torch.float32
+    }
+    refused = _numbers_refused(gm, others) if others else None
+    if refused is not None:
+        return refused
+    scalars = {name: float(x) for name, x in pairs if _number(x)}
+    shapes = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else () for x in inputs)
+    return Traced(gm, model, names, shapes, scalars)
+
+
+def _number(value: Any) -> bool:
+    """A Python int or float passed to forward (not a bool): read there as a scalar."""
+    return type(value) in (int, float)
+
+
+# What a bool or integer input may feed: arithmetic with float32 values, whose result the
+# kernels compute from the input loaded and converted to float32 (x * mask).
+ARITHMETIC = {
+    "mul", "imul", "multiply", "add", "iadd", "sub", "isub", "subtract", "rsub", "truediv",
+    "itruediv", "div", "true_divide", "divide",
+}  # fmt: skip
+# ... or be the class indices of a classification loss (read as numbers: exact below 2^24)
+CLASS_INDICES = {"cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss"}
+
+
+def _numbers_refused(gm: Any, names: set[str]) -> Unsupported | None:
+    """Why a program with bool or integer inputs cannot be computed in float32, or None:
+    such an input must only meet arithmetic, and every value computed must be float32 (an
+    integer or bool result, such as mask * 2 or ~mask, would need kernels of its dtype)."""
+    import torch
+    from torch.fx.passes.shape_prop import TensorMetadata
+
+    for node in gm.graph.nodes:
+        if node.op == "placeholder" and node.target in names:
+            for user in node.users:
+                name = user.target if user.op == "call_method" else ""
+                if user.op == "call_module":
+                    name = type(gm.get_submodule(user.target)).__name__
+                name = name or getattr(user.target, "__name__", str(user.target))
+                if name in CLASS_INDICES and user.args[1:2] == (node,):
+                    continue
+                if user.op not in ("call_function", "call_method") or name not in ARITHMETIC:
+                    why = f"{node.target} ({node.meta['tensor_meta'].dtype}) used by {name}"
+                    return Unsupported("a bool or integer input", f"{why}: only in arithmetic")
+        meta = node.meta.get("tensor_meta")
+        float_result = not isinstance(meta, TensorMetadata) or meta.dtype == torch.float32
+        if node.op.startswith("call") and not float_result:
+            return Unsupported("a non-float32 result", f"{node.name} is {meta.dtype}")
+    return None

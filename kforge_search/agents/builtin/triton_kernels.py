@@ -3,26 +3,43 @@ fused tail or split-K modes) and the second pass over rows or columns, from temp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kforge_search.agents.builtin import render as r
 from kforge_search.agents.builtin.genome import TritonGenome
-from kforge_search.agents.builtin.ir import Kind, Stat
+from kforge_search.agents.builtin.ir import Kind, Scan, Stat
 from kforge_search.agents.builtin.ops import REDUCTIONS
-from kforge_search.agents.builtin.plan import Plan, StagePlan
+from kforge_search.agents.builtin.plan import Plan, StagePlan, scan_outs
 from kforge_search.agents.builtin.triton_lines import Lines, Names, Params
 
-VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL}, "col": {Kind.MAT, Kind.ROW}}
+VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL, Kind.BCOL}, "col": {Kind.MAT, Kind.ROW}}
 
 
 @dataclass(frozen=True)
 class Step:
     kind: str  # "top" (once per program), "stat" (a walk accumulating a statistic), "final"
-    lines: str
+    lines: str  # "scan": a walk in order with a running total
     node: int = -1
     identity: str = ""
     combine: str = ""
     finish: str = ""
+    scan: ScanStep | None = None
+
+
+@dataclass(frozen=True)
+class ScanStep:
+    """A scan's walk: its input `x` computed by the step's lines at columns `shift` before
+    each output's (an exclusive scan: the identity shifted in), scanned per chunk and
+    combined with the running total; `after` computes and stores what needs it."""
+
+    x: int
+    fn: str  # "cumsum" | "cumprod"
+    op: str  # how totals combine: "+" | "*"
+    dtype: str  # of a chunk's scan: fp32 sums, fp64 products
+    reverse: bool
+    shift: int
+    after: str
 
 
 @dataclass(frozen=True)
@@ -39,7 +56,8 @@ def tma_capable(stage: StagePlan) -> bool:
     """Whether the stage's operand tiles can come through TMA descriptors: 2-D operands
     and whole column tiles (pooling reads strided columns; batches have a third dimension).
     An anchor has no operands to stream."""
-    return not stage.gemm.batched and stage.pool is None and not stage.gemm.anchor
+    g = stage.gemm
+    return not g.batched and stage.pool is None and not g.anchor and g.window is None
 
 
 def presplit_capable(stage: StagePlan) -> bool:
@@ -111,11 +129,20 @@ def gemm_kernel(
         tma=uses_tma(stage, genome, mode),
         b_kn=b_kn,
         pool=pool_vars,
+        window=_window_vars(stage),
         pre_lines="\n".join(pre),
         post_lines="\n".join(post),
         store_lines="\n".join(stores),
     )
     return Kernel(name, source, tuple(params.names))
+
+
+def _window_vars(stage: StagePlan) -> dict[str, object] | None:
+    """The window reduction a window stage's tile kernel computes in place of a K loop."""
+    w = stage.gemm.window
+    if w is None:
+        return None
+    return {"dims": w.dims, "fn": w.fn, "include_pad": w.count_include_pad}
 
 
 def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]) -> Kernel:
@@ -134,8 +161,14 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
             have.update(top)
         return top, [n for n in ids if graph.node(n).kind in vector]
 
-    for stat_id in (n for n in stage.tail if isinstance(graph.node(n), Stat)):
+    leaves = set(leaves)  # and scans that later steps read back (`lines` shares the set)
+    lines.buffered = leaves
+    done: set[int] = set()  # outputs a scan's walk stored
+    for stat_id in (n for n in stage.tail if isinstance(graph.node(n), Stat | Scan)):
         stat = graph.node(stat_id)
+        if isinstance(stat, Scan):
+            steps.append(_scan_step(plan, stage, lines, stat, have, done, split))
+            continue
         assert isinstance(stat, Stat)
         _, loop = split(r.schedule(graph, (stat.x,), have, leaves))
         red = REDUCTIONS[stat.fn]
@@ -151,7 +184,7 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
             )
         )
         have.add(stat_id)
-    outs = [n for n in stage.outs if n in stage.tail]
+    outs = [n for n in stage.outs if n in stage.tail and n not in done]
     scalar_outs = tuple(n for n in outs if graph.node(n).kind not in vector)
     if scalar_outs:
         split(r.schedule(graph, scalar_outs, have, leaves))
@@ -165,3 +198,45 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
         f"triton/{dialect}s.py.j2", name=name, params=params.names, steps=steps
     )
     return Kernel(name, source, tuple(params.names))
+
+
+def _scan_step(
+    plan: Plan,
+    stage: StagePlan,
+    lines: Lines,
+    scan: Scan,
+    have: set[int],
+    done: set[int],
+    split: Callable[[list[int]], tuple[list[int], list[int]]],
+) -> Step:
+    """A scan's walk over the row: its input at shifted columns when exclusive, then the
+    outputs that need it and no later statistic (written in the same walk), and the scan
+    itself when later steps read it back (it joins the leaves)."""
+    graph, leaves = plan.graph, lines.buffered
+    shift = (-1 if scan.reverse else 1) if scan.exclusive else 0
+    _, loop = split(r.schedule(graph, (scan.x,), have, leaves))
+    chain = [lines.compute(n) for n in loop]
+    here = scan_outs(graph, stage, scan.id, done, have, leaves)
+    # the input's values are the outputs' own columns' unless shifted
+    known = have | {scan.id} | (set(loop) if not shift else set())
+    _, after = split(r.schedule(graph, here, known, leaves))
+    body = [lines.compute(n) for n in after] + [lines.store(n) for n in here]
+    done.update(here)
+    if scan.id in stage.outs:
+        leaves.add(scan.id)
+    plus = scan.fn == "sum"
+    return Step(
+        "scan",
+        "\n".join(chain),
+        scan.id,
+        "0.0" if plus else "1.0",
+        scan=ScanStep(
+            scan.x,
+            "cumsum" if plus else "cumprod",
+            "+" if plus else "*",
+            "tl.float32" if plus else "tl.float64",
+            scan.reverse,
+            shift,
+            "\n".join(body),
+        ),
+    )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from kforge_search.agents.builtin.ir import Ew, Gemm, Graph, Kind, Load, Scalar, Size, Stat
 from kforge_search.agents.builtin.ops import OPS, REDUCTIONS
 
-SIZES = {"cols": "NC", "seg": "SEG", "rows": "R"}
+SIZES = {"cols": "NC", "seg": "SEG", "rows": "R", "brows": "BR"}
 # Each dialect's row and column index of an element of a [rows, cols] value (indexed ops)
 INDEX = {
     "tile": {"row": "rows[:, None]", "col": "cols[None, :]"},
@@ -72,6 +72,8 @@ class Lines:
             return f"v{arg}"
         if isinstance(arg, Size):
             name = SIZES[arg.name]
+            if name == "BR":
+                self.params.add("BR")
             return f"({name} - {arg.minus})" if arg.minus else name
         if arg.source:
             return self.params.add(self.names.scalar(arg.source))
@@ -103,6 +105,9 @@ class Lines:
                 Kind.SEG: f"tl.load({p} + row64 * G + seg)",
                 Kind.SEGVEC: f"tl.load({p} + seg)",
                 Kind.ONE: f"tl.load({p})",
+                Kind.BCOL: (
+                    f"tl.load({p} + (row64 // {self._br()}) * NC + cols, mask=mask_c, other=0.0)"
+                ),
             }[kind]
         else:
             both = "mask=mask_r[:, None] & mask_c[None, :], other=0.0"
@@ -113,15 +118,25 @@ class Lines:
                 Kind.SEG: f"tl.load({p} + rows64[:, None] * G + (cols // SEG)[None, :], {both})",
                 Kind.SEGVEC: f"tl.load({p} + cols // SEG, mask=mask_c, other=0.0)[None, :]",
                 Kind.ONE: f"tl.load({p})",
+                Kind.BCOL: (
+                    f"tl.load({p} + bid * NC + cols, mask=mask_c, other=0.0)[None, :]"
+                    if self.dialect == "col"
+                    else f"tl.load({p} + (rows64 // {self._br()})[:, None] * NC + cols[None, :], "
+                    f"{both})"
+                ),
             }[kind]
-        return f"v{node_id} = {expr}"
+        if node_id in self.buffered:  # buffers are float32; an input may be bool or integer
+            return f"v{node_id} = {expr}"
+        return f"v{node_id} = {expr}.to(tl.float32)"
 
     def compute(self, node_id: int) -> str:
         node = self.graph.node(node_id)
         if node_id in self.buffered or isinstance(node, Load):
             return self.load(node_id)
         if isinstance(node, Gemm) and node.anchor:  # the stage's tile, read as it is
-            return self.load(node_id) if isinstance(node.a, str) else f"v{node_id} = v{node.a}"
+            if isinstance(node.a, str):
+                return self.load(node_id)
+            return f"{self.compute(node.a)}\nv{node_id} = v{node.a}"  # a stored value
         if isinstance(node, Ew):
             spec = OPS[node.fn]
             self.names.helpers.update(spec.helpers)
@@ -155,8 +170,13 @@ class Lines:
             Kind.MAT: f"tl.store({at}, {v}, {both})",
             Kind.ROW: f"tl.store({name} + rows[:, None], {v}, mask=mask_r[:, None])",
             Kind.COL: f"tl.store({name} + cols[None, :], {v}, mask=mask_c[None, :])",
+            Kind.BCOL: f"tl.store({name} + bid * NC + cols[None, :], {v}, mask=mask_c[None, :])",
             Kind.ONE: f"tl.store({name} + cols[None, :] * 0, {v}, mask=(cols == 0)[None, :])",
         }[kind] + self._ld(name, kind)
+
+    def _br(self) -> str:
+        """The rows of one batch (BCOL values), a parameter of the kernel."""
+        return self.params.add("BR")
 
     def _ld(self, name: str, kind: Kind) -> str:
         if kind is Kind.MAT:

@@ -101,8 +101,11 @@ def check(
         _seed(100 + trial)
         inputs = list(module.get_inputs())
         if trial >= trials:  # the second distribution, as the evaluator's extra trials
-            inputs = [x * 4.0 + 0.5 if x.is_floating_point() else x for x in inputs]
-        originals = [x.clone() for x in inputs]
+            inputs = [
+                x * 4.0 + 0.5 if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                for x in inputs
+            ]
+        originals = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
         # Reference and candidate run in separate processes in the evaluator, each from the
         # trial's seed: the candidate's forward starts from the generator's state as it was
         # before the reference's (random operators draw the same numbers).
@@ -118,10 +121,15 @@ def check(
             return Check(False, f"torch compute in forward: {sorted(recorder.forbidden)}")
         if launches == 0:
             return Check(False, "no kernel launch")
-        if any(not torch.equal(x, y) for x, y in zip(inputs, originals, strict=True)):
+        if any(
+            isinstance(x, torch.Tensor) and not torch.equal(x, y)
+            for x, y in zip(inputs, originals, strict=True)
+        ):
             return Check(False, "input mutated")
         if type(actual) is not torch.Tensor or actual.shape != expected.shape:
             return Check(False, f"shape {getattr(actual, 'shape', None)} != {expected.shape}")
+        if actual.dtype != expected.dtype:
+            return Check(False, f"dtype {actual.dtype} != {expected.dtype}")
         err = (actual - expected).abs()
         worst = max(worst, float(err.max()) if err.numel() else 0.0)
         if not torch.allclose(actual, expected, atol=atol, rtol=rtol):

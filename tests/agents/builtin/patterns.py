@@ -67,6 +67,9 @@ SUPPORTED = {
     "matmul_param": make("matmul_param", "return torch.relu(torch.matmul(x, self.w)) - 0.25",
                          init="self.w = nn.Parameter(torch.randn(in_f, out_f) * 0.1)"),
     "weight_t": make("weight_t", "return x @ self.linear.weight.t() + self.linear.bias"),
+    # a GEMM, then statistics over all of it: a mean of everything, and x / ||x||
+    "global_mean": make("global_mean", "return torch.relu(self.linear(x)).mean()"),
+    "frobenius": make("frobenius", "y = self.linear(x)\nreturn y / torch.norm(y, p='fro')"),
     "no_bias_3d": make("no_bias_3d", "return torch.sigmoid(self.linear(x)).sum(dim=-1)",
                        init="self.linear = nn.Linear(in_f, out_f, bias=False)",
                        inputs="[torch.randn(3, 5, 40)]"),
@@ -178,9 +181,10 @@ UNSUPPORTED = {
     "conv": (make("conv", "return self.conv(x)", init="self.conv = nn.Conv1d(4, 4, 3)",
                   inputs="[torch.randn(2, 4, 10)]", init_inputs="[]", params=""),
              "unsupported: module Conv1d"),
-    "no_gemm": (make("no_gemm", "return torch.relu(x)", init="self.k = 1", init_inputs="[]",
-                     params=""), "unsupported: relu"),
-    "cumsum": (make("cumsum", "return torch.cumsum(self.linear(x), dim=1)"), "unsupported: cumsum"),
+    "computes_nothing": (make("computes_nothing", "return x.contiguous()", init="self.k = 1",
+                              init_inputs="[]", params=""),
+                         "unsupported: a program that computes nothing"),
+    "cumsum": (make("cumsum", "return torch.cumsum(self.linear(x), dim=0)"), "unsupported: cumsum"),
     "two_outputs": (make("two_outputs", "y = self.linear(x)\nreturn y, y"),
                     "unsupported: multiple outputs"),
     "dropout_after_pool": (make("dropout_after_pool", """
@@ -201,6 +205,6 @@ UNSUPPORTED = {
               "unsupported: gt"),
     "float64": (make("float64", "return self.linear(x)", inputs="[torch.randn(4, 40).double()]",
                      init="self.linear = nn.Linear(in_f, out_f).double()"), "unsupported: dtype"),
-    "global_sum": (make("global_sum", "return self.linear(x).sum()"),
-                   "unsupported: reduction over all dims"),
+    "median": (make("median", "return torch.median(self.linear(x), dim=1).values"),
+               "unsupported: median"),
 }  # fmt: skip
