@@ -11,13 +11,20 @@ rounding-sized): a candidate more exact than the reference is never rejected for
 as exact that rounds differently element by element. On a
 wide-range trial atol is in units of the outputs' size there (`atol_scales`).
 
+Each output is compared piece by piece (`pieces`: runs of slices along dim 0, or parts of
+one slice), on the device its reference tensor is on: the same verdict and statistics as the
+whole tensor at once, with temporaries of a piece's size (a 4 GiB output's comparison took
+about 8 float64 copies of it). The float64 rule's whole-tensor maxima take a pass of their
+own, only where some element is off the float32 reference.
+
 The outputs come from two different child processes; this module only compares them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kforge_search.evaluator.policy import NumericPolicy
@@ -36,8 +43,8 @@ class Comparison:
         return self.mismatch is None
 
 
-def _fmt(values: Any) -> str:
-    return "[" + ", ".join(f"{float(v):.6g}" for v in values.reshape(-1)) + "]"  # 0-d too
+def _fmt(values: Sequence[float]) -> str:
+    return "[" + ", ".join(f"{float(v):.6g}" for v in values) + "]"
 
 
 SLACK_ULPS = 4  # the float64 rule: "as close as the float32 reference", to a few ulps
@@ -50,6 +57,12 @@ SLACK_ULPS = 4  # the float64 rule: "as close as the float32 reference", to a fe
 FLOAT32_MARGIN = 2.0
 ROUNDING_SIZE = 1e-3  # the margin holds where that worst error is under this x the output's
 # largest value (float32 sums round at ~1e-7..1e-5 of it; a reference off by more is no guide)
+
+# Elements compared at once: a comparison's float64 temporaries (a dozen) take this x 8 bytes
+# each, whatever the output's size (a 32768 x 32768 output is 4 GiB in float32, 8 in float64:
+# whole, its comparison took several such copies). On an accelerator the pieces are larger.
+PIECE_ELEMENTS = 1 << 22
+PIECE_ELEMENTS_DEVICE = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -64,20 +77,71 @@ class Elements:
     by_float64: int = 0  # elements accepted only by the float64 rule
 
 
-def _distance(a: Any, b: Any) -> Any:
-    """|a - b| in float64; equal infinities and NaN against NaN are 0, any other NaN inf."""
+def pieces(shape: Sequence[int], limit: int) -> Iterator[tuple[slice, ...]]:
+    """Index tuples that cover a tensor of `shape` in C order, each of at most `limit`
+    elements: runs of whole slices along dim 0, or, where one slice is larger, single
+    slices cut along the next dims in turn (a 1-D run at last). A 0-d tensor is one piece;
+    an empty one has none."""
+    if len(shape) == 0:
+        yield ()
+        return
+    inner = math.prod(shape[1:])
+    if len(shape) == 1 or inner <= limit:
+        step = max(1, limit // max(inner, 1))
+        for start in range(0, shape[0], step):
+            yield (slice(start, min(start + step, shape[0])),)
+        return
+    for i in range(shape[0]):
+        for rest in pieces(shape[1:], limit):
+            yield (slice(i, i + 1), *rest)
+
+
+def _piece_limit(t: Any) -> int:
+    return PIECE_ELEMENTS if t.device.type == "cpu" else PIECE_ELEMENTS_DEVICE
+
+
+def _as_float64(t: Any, piece: tuple[slice, ...], device: Any) -> Any:
+    """One piece of `t` in float64 on `device` (a copy of that piece alone)."""
     import torch
 
-    diff = (a - b).abs()
-    same = (a.isnan() & b.isnan()) | (a.isinf() & (a == b))
-    diff = torch.where(same, torch.zeros_like(diff), diff)
-    return torch.nan_to_num(diff, nan=float("inf"))
+    return t[piece].to(device=device, dtype=torch.float64)
 
 
-def _float64_rule(a: Any, e: Any, x: Any, atol: float, rtol: float) -> Any:
+def _distance(a: Any, b: Any) -> Any:
+    """|a - b| in float64; equal infinities and NaN against NaN are 0, any other NaN inf."""
+
+    diff = (a - b).abs_()
+    diff.masked_fill_((a == b) | (a.isnan() & b.isnan()), 0.0)  # equal infinities, NaN and NaN
+    return diff.nan_to_num_(nan=float("inf"))
+
+
+def _as_exact(expected: Any, actual: Any, exact: Any) -> bool:
+    """Whether every element of the output passes the float64 rule for being as exact as the
+    float32 reference: where the reference's largest distance to the float64 result `exact`
+    (over the elements where both are finite) is rounding-sized against the output's largest
+    value there, and the candidate's largest distance there is within FLOAT32_MARGIN x the
+    reference's. Whole-tensor maxima, taken piece by piece."""
+    import torch
+
+    worst = scale = mine = 0.0
+    device = expected.device
+    for piece in pieces(tuple(expected.shape), _piece_limit(expected)):
+        e, a = _as_float64(expected, piece, device), _as_float64(actual, piece, device)
+        x = _as_float64(exact, piece, device)
+        ref_error = _distance(e, x)
+        finite = torch.isfinite(ref_error) & torch.isfinite(x)
+        if not finite.any():
+            continue
+        worst = max(worst, ref_error[finite].max().item())
+        scale = max(scale, x[finite].abs().max().item())
+        mine = max(mine, _distance(a, x)[finite].max().item())
+    return worst <= ROUNDING_SIZE * scale and mine <= FLOAT32_MARGIN * worst
+
+
+def _float64_rule(a: Any, e: Any, x: Any, atol: float, rtol: float, as_exact: bool) -> Any:
     """Elements at least as close to the float64 result `x` as the float32 reference `e`
-    is (to SLACK_ULPS of float32) and within tolerance of `x`; all of them where the tensor's
-    largest distance to `x` is within FLOAT32_MARGIN x the reference's largest."""
+    is (to SLACK_ULPS of float32) and within tolerance of `x`; all of them where the tensor
+    is as exact as the reference (`as_exact`, of the whole tensor: _as_exact)."""
     import torch
 
     finfo = torch.finfo(torch.float32)
@@ -85,14 +149,71 @@ def _float64_rule(a: Any, e: Any, x: Any, atol: float, rtol: float) -> Any:
     ref_error = _distance(e, x)
     closer = to_exact <= ref_error + SLACK_ULPS * finfo.eps * x.abs() + finfo.tiny
     within = to_exact <= atol + rtol * x.abs()
-    finite = torch.isfinite(ref_error) & torch.isfinite(x)
-    worst = ref_error[finite].max() if finite.any() else ref_error.new_zeros(())
-    scale = x[finite].abs().max() if finite.any() else x.new_zeros(())
-    # the candidate's worst error against the reference's, on the whole tensor; only where
-    # the reference's error is rounding-sized (not a different computation)
-    mine = to_exact[finite].max() if finite.any() else to_exact.new_zeros(())
-    as_exact = (worst <= ROUNDING_SIZE * scale) & (mine <= FLOAT32_MARGIN * worst)
     return torch.isfinite(x) & ((closer & within) | as_exact)
+
+
+@dataclass
+class _Tally:
+    """A comparison's statistics, gathered piece by piece (as the whole tensor's would be)."""
+
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    n_bad: int = 0
+    n_float64: int = 0
+    nonfinite: bool = False
+    where: list[tuple[int, ...]] = field(default_factory=list)  # the first SHOW mismatches
+    expected: list[float] = field(default_factory=list)
+    actual: list[float] = field(default_factory=list)
+
+
+def _tally(
+    expected: Any,
+    actual: Any,
+    exact: Any,
+    atol: float,
+    rtol: float,
+    as_exact: bool | None,
+    stop_at_bad: bool = False,
+) -> _Tally:
+    """Every element against the reference; with `as_exact` not None (the float64 rule
+    applies), an element off the float32 reference that passes the float64 rule passes,
+    its error measured against the float64 result. `stop_at_bad`: the first piece with a
+    mismatch ends it (the float64 rule will be needed: the tally is not complete)."""
+    import torch
+
+    tally = _Tally()
+    device = expected.device
+    for piece in pieces(tuple(expected.shape), _piece_limit(expected)):
+        e, a = _as_float64(expected, piece, device), _as_float64(actual, piece, device)
+        diff = _distance(a, e)
+        size = e.abs().nan_to_num(posinf=0.0)
+        bad = diff > atol + rtol * size
+        if as_exact is not None and bad.any():
+            x = _as_float64(exact, piece, device)
+            by_float64 = bad & _float64_rule(a, e, x, atol, rtol, as_exact)
+            bad = bad & ~by_float64
+            diff = torch.where(by_float64, _distance(a, x), diff)
+            size = torch.where(by_float64, x.abs(), size)
+            tally.n_float64 += int(by_float64.sum().item())
+        if diff.numel():
+            rel = torch.where(size > atol, diff / size, 0.0)  # where the output is significant
+            tally.max_rel = max(tally.max_rel, rel.max().item())
+            tally.max_abs = max(tally.max_abs, diff.max().item())
+        n_bad = int(bad.sum().item())
+        if not n_bad:
+            continue
+        tally.n_bad += n_bad
+        if stop_at_bad:
+            break
+        tally.nonfinite = tally.nonfinite or not bool(torch.isfinite(a[bad]).all())
+        if len(tally.where) < SHOW:
+            local = bad.nonzero()[: SHOW - len(tally.where)]
+            at = tuple(local.T)
+            offset = torch.tensor([s.start for s in piece] + [0] * (bad.dim() - len(piece)))
+            tally.where += [tuple(int(i) for i in row) for row in (local.cpu() + offset).tolist()]
+            tally.expected += e[at].reshape(-1).tolist()
+            tally.actual += a[at].reshape(-1).tolist()
+    return tally
 
 
 def _compare_tensor(
@@ -104,9 +225,9 @@ def _compare_tensor(
     exact: Any = None,
     atol_scale: float = 1.0,
 ) -> Elements:
-    """One output tensor against the reference's (and the float64 reference's, if given)."""
-    import torch
-
+    """One output tensor against the reference's (and the float64 reference's, if given),
+    piece by piece (`pieces`) on the reference's device: an accelerator's tensors are
+    compared there, and no comparison holds more than a few pieces beside its inputs."""
     dtype = str(expected.dtype).removeprefix("torch.")
     atol, rtol = policy.tolerance(dtype)
     atol *= atol_scale
@@ -117,39 +238,24 @@ def _compare_tensor(
         if want != got:
             mismatch = Mismatch(trial, index, reason, str(want), str(got))
             return Elements(mismatch, float("inf"), float("inf"), atol, rtol)
-    e = expected.double()
-    a = actual.double()
-    diff = _distance(a, e)
-    size = e.abs().nan_to_num(posinf=0.0)
-    bad = diff > atol + rtol * size
-    by_float64 = torch.zeros_like(bad)
-    usable = exact is not None and dtype == "float32" and tuple(exact.shape) == tuple(e.shape)
-    if usable and bad.any():
-        x = exact.double()
-        by_float64 = bad & _float64_rule(a, e, x, atol, rtol)
-        bad = bad & ~by_float64
-        diff = torch.where(by_float64, _distance(a, x), diff)
-        size = torch.where(by_float64, x.abs(), size)
-    significant = size > atol
-    rel = (diff[significant] / size[significant]).max().item() if significant.any() else 0.0
-    max_abs = diff.max().item() if diff.numel() else 0.0
-    n_float64 = int(by_float64.sum().item())
-    if not bad.any():
-        return Elements(None, max_abs, rel, atol, rtol, n_float64)
-    where = bad.nonzero()[:SHOW]
-    idx = tuple(tuple(int(i) for i in row) for row in where.tolist())
-    reason = "nonfinite" if not torch.isfinite(a[bad]).all() else "values"
+    shape = tuple(expected.shape)
+    usable = exact is not None and dtype == "float32" and tuple(exact.shape) == shape
+    tally = _tally(expected, actual, exact, atol, rtol, None, stop_at_bad=usable)
+    if usable and tally.n_bad:  # the float64 rule: its whole-tensor part, then every element
+        tally = _tally(expected, actual, exact, atol, rtol, _as_exact(expected, actual, exact))
+    if not tally.n_bad:
+        return Elements(None, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64)
     mismatch = Mismatch(
         trial=trial,
         output_index=index,
-        reason=reason,
-        expected=_fmt(e[tuple(where.T)]),
-        actual=_fmt(a[tuple(where.T)]),
-        indices=idx,
-        n_mismatched=int(bad.sum().item()),
-        n_total=bad.numel(),
+        reason="nonfinite" if tally.nonfinite else "values",
+        expected=_fmt(tally.expected),
+        actual=_fmt(tally.actual),
+        indices=tuple(tally.where),
+        n_mismatched=tally.n_bad,
+        n_total=expected.numel(),
     )
-    return Elements(mismatch, max_abs, rel, atol, rtol, n_float64)
+    return Elements(mismatch, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64)
 
 
 def _magnitude(t: Any) -> float:
@@ -158,8 +264,39 @@ def _magnitude(t: Any) -> float:
 
     if not t.is_floating_point():
         return 0.0
-    finite = t.double().abs()[torch.isfinite(t)]
-    return finite.mean().item() if finite.numel() else 0.0
+    total, count = 0.0, 0
+    for piece in pieces(tuple(t.shape), _piece_limit(t)):
+        part = t[piece].double().abs()
+        finite = torch.isfinite(part)
+        total += part[finite].sum().item()
+        count += int(finite.sum().item())
+    return total / count if count else 0.0
+
+
+def largest_difference(a: Any, b: Any) -> float:
+    """max |a - b| in float64 over the elements where it is finite (0 where none is), piece
+    by piece: the float32 reference's distance to the float64 one (exact.Numerics)."""
+    largest = 0.0
+    for piece in pieces(tuple(a.shape), _piece_limit(a)):
+        far = (_as_float64(a, piece, a.device) - _as_float64(b, piece, a.device)).abs()
+        far = far.nan_to_num(nan=0.0, posinf=0.0)
+        if far.numel():
+            largest = max(largest, far.max().item())
+    return largest
+
+
+def all_close(a: Any, b: Any, rtol: float, atol: float) -> bool:
+    """torch.allclose(a, b, equal_nan=True) piece by piece, `b` brought to `a`'s device a
+    piece at a time (the reference's determinism check: worker.run_reference)."""
+    import torch
+
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    for piece in pieces(tuple(a.shape), _piece_limit(a)):
+        near = torch.allclose(a[piece], b[piece].to(a.device), rtol, atol, equal_nan=True)
+        if not near:
+            return False
+    return True
 
 
 def atol_scales(
