@@ -237,11 +237,11 @@ def cat(node: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> T:
     return t
 
 
-def size(args: tuple[Any, ...], base: Callable[..., Any]) -> Any:
+def size(args: tuple[Any, ...], kw: dict[str, Any], base: Callable[..., Any]) -> Any:
     """x.size(d) of an input: its size, known to be that dim's (for narrow)."""
-    x = args[0]
-    if isinstance(x, Leaf) and len(args) > 1 and not x.transposed:
-        d = int(args[1]) % len(x.shape)
+    x, dim = args[0], h._arg(args, kw, 1, "dim", None)
+    if isinstance(x, Leaf) and isinstance(dim, int) and not x.transposed:
+        d = dim % len(x.shape)
         return Extent(x.shape[d], 0, x.expr, d)
     return base()
 
@@ -287,12 +287,12 @@ def funcs(base: dict[str, Any]) -> dict[str, Any]:
     return {
         **views,
         **sums,
-        **{n: (lambda n: lambda cv, nd, a, k: scan(cv, nd, n, a, k))(n) for n in SCANS},
+        **{n: (lambda op: lambda cv, nd, a, k: scan(cv, nd, op, a, k))(n) for n in SCANS},
         "flip": lambda cv, nd, a, k: flip(cv, nd, a, k),
         "narrow": lambda cv, nd, a, k: narrow(cv, nd, a, k),
         "select": lambda cv, nd, a, k: select(nd, a),
         "zeros_like": lambda cv, nd, a, k: filled(nd, 0.0, k),
         "ones_like": lambda cv, nd, a, k: filled(nd, 1.0, k),
         "cat": lambda cv, nd, a, k: cat(nd, a, k),
-        "size": lambda cv, nd, a, k: size(a, lambda: base["size"](cv, nd, a, k)),
+        "size": lambda cv, nd, a, k: size(a, k, lambda: base["size"](cv, nd, a, k)),
     }
