@@ -187,12 +187,12 @@ def _bench_problem(
         if not baselines and not stop:
             ref = evaluator.reference(problem, platform)
             baselines = evaluator.baselines(problem, platform, ref)
+        name = next((p.result.device_name for p in parents), "")
+        row = bench_row(
+            problem, parents, stop, work, _peaks(platform, name), baselines, searched.agent_error
+        )
     except Exception as exc:  # the problem could not be run: its row says why, the bench goes on
         return _unrunnable(problem, exc, time.monotonic() - started), []
-    name = next((p.result.device_name for p in parents), "")
-    row = bench_row(
-        problem, parents, stop, work, _peaks(platform, name), baselines, searched.agent_error
-    )
     return dataclasses.replace(row, seconds=round(time.monotonic() - started, 1)), parents
 
 

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import baselines as noise
-from kforge_search.evaluator import ncu, peers, timed_check
+from kforge_search.evaluator import footprint, ncu, peers, timed_check
 from kforge_search.evaluator.baselines import BaselineCache, cache_key
 from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.exact import Numerics, exact_path
+from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.oracle import Oracle, OracleError
@@ -63,6 +64,7 @@ def _default_memory_mb() -> int:
 
 SPARE_READY_S = 30.0  # a spare still warming up when a candidate is to be timed: it goes
 MAX_ORACLES = 4  # live oracles (reference children kept to check timed runs) per evaluator
+CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ class Reference:
     # per trial, the buffers its forward changed (training mode: BatchNorm's running stats)
     buffers: list[dict[str, Any]] = field(default_factory=list)
     numerics: Numerics = field(default_factory=Numerics)  # trials kept, float64 outputs
+    footprint: Footprint | None = None  # one call's, as its child measured it (footprint.py)
 
     @property
     def dtypes(self) -> list[str]:
@@ -162,6 +165,15 @@ class Reference:
         """Every buffer some trial's forward changed: a candidate reports these."""
         return tuple(sorted({name for trial in self.buffers for name in trial}))
 
+    @property
+    def held_bytes(self) -> int:
+        """What this reference holds in memory: every trial's outputs, their float64 copies,
+        the buffers its forward changed."""
+        tensors = [t for trial in self.outputs for t in trial]
+        tensors += [t for trial in self.numerics.exact or [] for t in trial if t is not None]
+        tensors += [t for trial in self.buffers for t in trial.values()]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
 
 def _load_tensors(path: Path) -> list[Any]:
     import torch
@@ -170,6 +182,18 @@ def _load_tensors(path: Path) -> list[Any]:
         return torch.load(path, weights_only=True)
     finally:
         path.unlink(missing_ok=True)
+
+
+def _memory_note(child: Child, measured: Footprint | None, problem: Problem) -> str:
+    """What a reference's child killed for its memory had, needed and may do about it."""
+    assert child.exit is not None
+    if child.exit.killed != "memory":
+        return ""
+    held = f"; {measured.describe()}" if measured is not None else ""
+    return (
+        f": it reached {child.exit.peak_rss_mb:.0f} MiB, its limit {child.limits.memory_mb} MiB"
+        f"{held}; {footprint.sizes_hint(problem)}"
+    )
 
 
 def _reveal(runs: list[int], calls: list[int]) -> str:
@@ -193,6 +217,7 @@ class Evaluator:
         self.config = config or EvalConfig()
         self._references: OrderedDict[str, Reference] = OrderedDict()
         self._oracles: OrderedDict[str, Oracle] = OrderedDict()  # by reference key: oracle.py
+        self._unseen_failed: dict[str, str] = {}  # unseen sizes whose reference failed: why
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
         self._spares = Spares()
         self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
@@ -208,9 +233,19 @@ class Evaluator:
     def _timed_runs(self, platform: Platform) -> int:
         return self.config.timed_runs if platform.timing_meaningful else 5
 
-    def _job(self, mode: str, problem: Problem, platform: Platform, work: Path, **kw: Any) -> Job:
+    def _job(
+        self,
+        mode: str,
+        problem: Problem,
+        platform: Platform,
+        work: Path,
+        memory: Footprint | None = None,
+        **kw: Any,
+    ) -> Job:
+        """A child's job; `memory`: the footprint its memory limit scales with (footprint.py;
+        None: the configured limit, which the reference's child raises once it has measured)."""
         timed_runs = self._timed_runs(platform)
-        return Job(
+        job = Job(
             mode=mode,
             problem=problem,
             platform=platform.name,
@@ -233,6 +268,9 @@ class Evaluator:
             ),
             **kw,
         )
+        floor = self.config.memory_limit_mb
+        mb = footprint.limit_mb(floor, memory, mode, job.device, job.total_trials)
+        return replace(job, memory_limit_mb=mb)
 
     @contextlib.contextmanager
     def _child(
@@ -255,7 +293,8 @@ class Evaluator:
         try:
             lock.hold(exclusive=job.mode == "ncu")  # ncu's replays are timed throughout
             spare = self._spares.take(job.device, env) if spares else None
-            limits = limits or self.config.limits()
+            # the job's memory limit (scaled to the problem's footprint: footprint.py)
+            limits = replace(limits or self.config.limits(), memory_mb=job.memory_limit_mb)
             with Child(path, work, limits, {**env, "TMPDIR": str(work)}, prefix,
                        spare=spare) as child:  # fmt: skip
                 if spares and job.mode == "candidate":  # it waits for "ready" before timing
@@ -307,8 +346,12 @@ class Evaluator:
             if kept is None:
                 shutil.rmtree(work, ignore_errors=True)
         self._references[key] = reference
-        while len(self._references) > 4:
-            self._references.popitem(last=False)
+        # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
+        # than CACHED_SHARE of the machine: a large problem's reference goes with it
+        held = sum(r.held_bytes for r in self._references.values())
+        budget = CACHED_SHARE * footprint.machine_bytes()
+        while len(self._references) > 4 or (len(self._references) > 2 and held > budget):
+            held -= self._references.popitem(last=False)[1].held_bytes
         if kept is not None:
             self._keep_oracle(key, kept)
         return reference
@@ -327,7 +370,8 @@ class Evaluator:
             self._oracles.move_to_end(key)
             return oracle
         work = Path(tempfile.mkdtemp(prefix="kforge-oracle-"))
-        job = self._job("oracle", problem, platform, work)
+        cached = self._references.get(key)
+        job = self._job("oracle", problem, platform, work, cached.footprint if cached else None)
         try:
             with self._child(job, work, platform) as child:
                 while (event := child.next_event()) is not None:
@@ -349,10 +393,17 @@ class Evaluator:
     ) -> tuple[Reference, Oracle | None]:
         job = self._job("reference", problem, platform, work)
         info: dict[str, Any] = {}
+        measured: Footprint | None = None
         with self._child(job, work, platform) as child:
             while (event := child.next_event()) is not None:
                 if event["type"] == "info":
                     info = event
+                elif event["type"] == "footprint" and event.get("footprint"):
+                    # the child's limit, scaled to what the problem holds (footprint.py)
+                    measured = Footprint.from_dict(event["footprint"])
+                    mb = footprint.limit_mb(job.memory_limit_mb, measured, job.mode, job.device,
+                                            job.total_trials)  # fmt: skip
+                    child.limits = replace(child.limits, memory_mb=mb)
                 elif event["type"] == "fail":
                     raise ProblemError(f"{problem.name}: {event['message']}")
                 elif event["type"] == "reference":
@@ -366,13 +417,14 @@ class Evaluator:
                         per_call_ms=float(event.get("per_call_ms", 0.0)),
                         buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
                         numerics=Numerics.from_event(event, exact, outputs),
+                        footprint=measured,
                     )
                     child.keep_alive = keep  # it now waits to serve as the oracle
                     return reference, Oracle(child, work) if keep else None
         assert child.exit is not None
         raise ProblemError(
-            f"the reference of {problem.name} failed ({describe_exit(child.exit)}):\n"
-            f"{child.exit.output[-4000:]}"
+            f"the reference of {problem.name} failed ({describe_exit(child.exit)}"
+            f"{_memory_note(child, measured, problem)}):\n{child.exit.output[-4000:]}"
         )
 
     # -- baselines ------------------------------------------------------------------------
@@ -398,7 +450,7 @@ class Evaluator:
     ) -> list[Baseline]:
         work = Path(tempfile.mkdtemp(prefix="kforge-base-"))
         checked = ref.numerics.save_for_child(ref.outputs, ref.buffers, work)  # peers.py
-        job = self._job("baseline", problem, platform, work, baseline_kinds=kinds,
+        job = self._job("baseline", problem, platform, work, ref.footprint, baseline_kinds=kinds,
                         reference_path=checked, skip_trials=ref.numerics.dropped)  # fmt: skip
         lock = self._lock(job.device)  # held shared by _child
 
@@ -472,12 +524,12 @@ class Evaluator:
             )
         with clock.timed("reference"):  # no time once cached
             ref = self.reference(problem, platform)
-            unseen = self._unseen(problem, platform)
+            unseen, unchecked = self._unseen(problem, platform)
         base = replace(
             base,
             device_name=ref.device_name,
             torch_version=ref.torch_version,
-            warnings=ref.warnings,
+            warnings=(*ref.warnings, *filter(None, [unchecked])),
         )
         work = Path(tempfile.mkdtemp(prefix="kforge-cand-"))
         try:
@@ -487,6 +539,7 @@ class Evaluator:
                 problem,
                 platform,
                 work,
+                Footprint.largest(ref.footprint, unseen[1].footprint if unseen else None),
                 candidate_path=str(work / "candidate.py"),
                 unseen=unseen[0] if unseen else None,
                 unseen_outputs_path=str(work / "unseen-outputs.pt"),
@@ -533,9 +586,9 @@ class Evaluator:
         work = Path(tempfile.mkdtemp(prefix="kforge-ncu-"))
         try:
             shutil.copy(path, work / "candidate.py")
-            job = self._job(
-                "ncu", problem, platform, work, candidate_path=str(work / "candidate.py")
-            )
+            cached = self._references.get(self._reference_key(problem, platform))
+            job = self._job("ncu", problem, platform, work, cached.footprint if cached else None,
+                            candidate_path=str(work / "candidate.py"))  # fmt: skip
             report = work / "ncu.csv"
             with self._child(job, work, platform, ncu.command(str(report))) as child:
                 # ncu writes its report when the program ends: let it end (killing it at the
@@ -553,14 +606,26 @@ class Evaluator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def _unseen(self, problem: Problem, platform: Platform) -> tuple[Problem, Reference] | None:
+    def _unseen(
+        self, problem: Problem, platform: Platform
+    ) -> tuple[tuple[Problem, Reference] | None, str]:
         """The problem at its unseen sizes and their reference, when the candidate's child
-        should also verify there (after timing: it says whether the kernel generalizes)."""
+        should also verify there (after timing: it says whether the kernel generalizes); and
+        why not, where their reference cannot run (the candidate is judged at its sizes, the
+        unseen ones stay unchecked: remembered, not run again for every candidate)."""
         sets = dict(problem.size_sets)
         if not self.config.check_unseen or "unseen" not in sets or problem.size_set == "unseen":
-            return None
+            return None, ""
         unseen = problem.resized("unseen")
-        return unseen, self.reference(unseen, platform, oracle=False)
+        key = self._reference_key(unseen, platform)
+        if key not in self._unseen_failed:
+            try:
+                return (unseen, self.reference(unseen, platform, oracle=False)), ""
+            except ProblemError as exc:  # its first line and, of a traceback, its last
+                lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+                why = " ... ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else ""
+                self._unseen_failed[key] = f"the unseen sizes are not checked: {why[:600]}"
+        return None, self._unseen_failed[key]
 
     @staticmethod
     def _rejected(

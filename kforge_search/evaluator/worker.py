@@ -20,7 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import buffers as model_buffers
-from kforge_search.evaluator import compiling, exact, guards, native_audit, profile, timed_runs
+from kforge_search.evaluator import (
+    compiling,
+    exact,
+    footprint,
+    guards,
+    native_audit,
+    profile,
+    timed_runs,
+)
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.cache_seal import private_dir
@@ -29,6 +37,7 @@ from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
 from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
+from kforge_search.evaluator.verify import all_close
 from kforge_search.paths import cache_dir
 from kforge_search.problem import exec_problem
 
@@ -484,11 +493,63 @@ def time_model(
     return stats, kept
 
 
-def run_reference(job: Job, channel: Channel) -> None:
+def reference_footprint(job: Job, module: Any, channel: Channel) -> footprint.Footprint | None:
+    """The problem's footprint (footprint.py), told to the parent (which scales this child's
+    memory limit to it; on the CPU the child raises its own RLIMIT_DATA to match), or a
+    PROBLEM_ERROR where the machine or the device cannot hold its evaluation."""
     import torch
 
+    fp = footprint.measure(module)
+    if isinstance(fp, str):
+        channel.send("footprint", footprint=None, why=fp)
+        return None
+    channel.send("footprint", footprint=fp.as_dict())
+    if why := footprint.shortfall(job.problem, fp, job.device, job.total_trials):
+        raise CandidateFailure("PROBLEM_ERROR", why)
+    if job.device.startswith("cuda"):
+        free, total = torch.cuda.mem_get_info()
+        if why := footprint.device_shortfall(job.problem, fp, free, total):
+            raise CandidateFailure("PROBLEM_ERROR", why)
+    limit = footprint.limit_mb(job.memory_limit_mb, fp, job.mode, job.device, job.total_trials)
+    if job.device == "cpu" and limit > job.memory_limit_mb:
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        soft = limit * 2**20 if hard == resource.RLIM_INFINITY else min(limit * 2**20, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    return fp
+
+
+def out_of_memory(exc: BaseException) -> str:
+    """ "device" or "host" where `exc` says an allocation failed there, else ""."""
+    import torch
+
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "device"
+    if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
+        return "host"
+    return ""
+
+
+def run_reference(job: Job, channel: Channel) -> None:
     channel.stage("reference")
     module = exec_problem(job.problem)
+    fp = reference_footprint(job, module, channel)
+    try:
+        reference_trials(job, module, channel)
+    except Exception as exc:
+        if not (where := out_of_memory(exc)):
+            raise
+        raise CandidateFailure(
+            "PROBLEM_ERROR",
+            footprint.out_of_memory(job.problem, fp, where, exc),
+            traceback=traceback.format_exc(),
+        ) from exc
+
+
+def reference_trials(job: Job, module: Any, channel: Channel) -> None:
+    """The reference's trials, its float64 run and its time per call, saved for the parent;
+    then, its lists let go, it serves as the oracle (serve_oracle)."""
+    import torch
+
     model = build_model(module.Model, module, job)
 
     def forward(inputs: list[Any]) -> list[Any]:
@@ -515,13 +576,14 @@ def run_reference(job: Job, channel: Channel) -> None:
     model = build_model(module.Model, module, job)
     again = forward(job_inputs.make_inputs(module, job, 0))
     for first, second in zip(trials[0], again, strict=False):
-        if not torch.allclose(first, second.to("cpu"), rtol=1e-5, atol=1e-6, equal_nan=True):
+        if not all_close(first, second, rtol=1e-5, atol=1e-6):  # piece by piece
             raise CandidateFailure(
                 "PROBLEM_ERROR",
                 "the reference is nondeterministic under a fixed seed: two runs of trial 0 "
                 "differ. Seed or remove the randomness in Model.forward (e.g. dropout), "
                 "or use deterministic ops.",
             )
+    del again  # its device memory goes before the float64 run
     warnings = degeneracy_warnings(trials)
     float64, why = exact.float64_run(
         build_model(module.Model, module, job),
@@ -541,6 +603,10 @@ def run_reference(job: Job, channel: Channel) -> None:
     torch.save([trials[t] for t in kept.trial_ids], job.outputs_path)
     torch.save([states[t] for t in kept.trial_ids], model_buffers.buffers_path(job.outputs_path))
     torch.save(float64, exact.exact_path(job.outputs_path))
+    # the parent loads what was saved: this child lets go of its copy first (the oracle it
+    # becomes would hold every trial's outputs and their float64 copies while it waits)
+    del trials, states, float64
+    gc.collect()
     channel.send(
         "reference",
         warnings=warnings,
@@ -625,10 +691,13 @@ MODES = {
 
 
 def limit_memory(job: Job) -> None:
-    """On CPU, large allocations fail cleanly past the limit (the parent also watches RSS)."""
+    """On CPU, large allocations fail cleanly past the limit (the parent also watches RSS).
+    The reference's child, which runs no candidate, may raise its own to the footprint's
+    (reference_footprint): its hard limit is the most any child may have."""
     if job.memory_limit_mb and job.device == "cpu":
         limit = job.memory_limit_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+        hard = max(limit, footprint.cap_mb() * 2**20) if job.mode == "reference" else limit
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
 
 
 def main(argv: list[str]) -> int:

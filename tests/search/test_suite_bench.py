@@ -247,18 +247,28 @@ BROKEN_REFERENCE = _gemm_problem(
     "        if not self.linear.weight.is_meta:\n"
     '            raise RuntimeError("this reference is broken on purpose")\n',
 )
-# a 64 GiB weight: past any memory limit of the evaluator (at most 32 GiB); traced for free
+# a 64 GiB weight: more than the machine has (the reference's child refuses it, measured on
+# the meta device: evaluator/footprint.py); traced for free
 TOO_BIG = _gemm_problem("A reference past the memory limit.", "131072", "131072")
+# a 64 GiB scratch tensor the footprint does not see: past the child's memory limit
+OUT_OF_MEMORY = _gemm_problem(
+    "A reference out of memory.",
+    "32",
+    "16",
+    "        if not self.linear.weight.is_meta:\n            self.scratch = torch.empty(2**34)\n",
+)
 
 
 def _unrunnable_suite(root):
-    """A good problem beside three that cannot be run: reference raises, reference exceeds
-    the memory limit, the agent raises (a good problem, see the test's monkeypatch)."""
+    """A good problem beside four that cannot be run: reference raises, reference too large
+    for the machine, reference out of memory, the agent raises (a good problem, see the
+    test's monkeypatch)."""
     suite = root / "suite"
     suite.mkdir()
     good = (PROBLEMS / "level2" / "06_gemm_add_leaky_relu.py").read_text()
     (suite / "01_reference_raises.py").write_text(BROKEN_REFERENCE)
     (suite / "02_reference_too_big.py").write_text(TOO_BIG)
+    (suite / "02b_reference_out_of_memory.py").write_text(OUT_OF_MEMORY)
     (suite / "03_agent_raises.py").write_text(good)
     (suite / "04_good.py").write_text(good)
     return suite
@@ -282,22 +292,25 @@ def test_bench_records_problems_that_cannot_run_and_goes_on(tmp_path, monkeypatc
     data = json.loads((tmp_path / "out" / "bench.json").read_text())
     assert json.loads(out.stdout) == data["rows"]  # --format json: stdout is the rows alone
     rows = {row["problem"]: row for row in data["rows"]}
-    assert list(rows) == ["01_reference_raises", "02_reference_too_big", "03_agent_raises",
-                          "04_good"]  # fmt: skip
-    raised, too_big, agent, good = rows.values()
+    assert list(rows) == ["01_reference_raises", "02_reference_too_big",
+                          "02b_reference_out_of_memory", "03_agent_raises", "04_good"]  # fmt: skip
+    raised, too_big, oom, agent, good = rows.values()
     assert raised["status"] == "REFERENCE_FAILED" and "broken on purpose" in raised["message"]
-    assert too_big["status"] == "REFERENCE_FAILED"
-    assert "can't allocate memory" in too_big["message"], too_big["message"]
+    assert too_big["status"] == oom["status"] == "REFERENCE_FAILED"
+    assert "this machine has" in too_big["message"], too_big["message"]
+    assert "--set NAME=VALUE on its sizes (batch_size=4" in too_big["message"]
+    assert "ran out of host memory" in oom["message"], oom["message"]
+    assert "can't allocate memory" in oom["message"]
     assert agent["status"] == "AGENT_ERROR"
     assert agent["message"] == "KeyError: 'a template the agent lost'"
     assert good["verified"] and good["status"] == "OK"
-    assert data["summary"]["unrunnable"] == 3 and data["summary"]["verified"] == 1
+    assert data["summary"]["unrunnable"] == 4 and data["summary"]["verified"] == 1
     assert data["meta"]["complete"]
     with (tmp_path / "out" / "bench.csv").open() as f:
         assert [r["status"] for r in csv.DictReader(f)] == [
-            "REFERENCE_FAILED", "REFERENCE_FAILED", "AGENT_ERROR", "OK"
+            "REFERENCE_FAILED", "REFERENCE_FAILED", "REFERENCE_FAILED", "AGENT_ERROR", "OK"
         ]  # fmt: skip
-    assert "3 could not be run" in out.output
+    assert "4 could not be run" in out.output
 
 
 def test_resume_runs_again_what_an_agent_error_stopped(tmp_path):
