@@ -42,6 +42,10 @@ TAIL_GENES = frozenset({"pass_block", "pass_warps"})
 # ... or a tail that one tile can hold (not segmented statistics).
 FUSE_GENES = frozenset({"placement", "fuse_limit"})
 X3_GENES = frozenset({"x3", "promote"})  # how a tf32x3 dot is made
+# Genes of the K loop: nothing to choose where no stage is a GEMM (tiles anchored by nothing)
+DOT_GENES = frozenset(
+    {"precision", "block_k", "split_k", "loads", "x3", "promote", "num_stages", "weight_layout"}
+)
 
 
 def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
@@ -50,6 +54,8 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
     names = frozenset(f.name for f in dataclasses.fields(genome))
     if isinstance(genome, CppGenome):
         return names
+    if not any(_has_dot(st) for st in plan.stages):
+        names -= DOT_GENES
     if not any(st.tail for st in plan.stages):
         names -= TAIL_GENES
     if not any(st.tail and st.fusable for st in plan.stages):
@@ -65,6 +71,11 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
     return names
 
 
+def _has_dot(stage: object) -> bool:
+    gemm = getattr(stage, "gemm", None)
+    return gemm is not None and not gemm.anchor and gemm.window is None
+
+
 def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
     """Defaults tuned for an H100 (Triton) or a multi-core x86 CPU (C++)."""
     if platform.language == "cpp":
@@ -74,6 +85,9 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         "tf32x3": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
         "tf32": dict(block_m=128, block_n=256, block_k=32, num_stages=3),
     }[precision]
+    if not plan.graph.work.gemms:  # tiles anchored by nothing: wide rows of a few warps
+        anchored = TritonGenome(precision=precision, block_m=16, block_n=256, num_warps=4)
+        return gen.repair(anchored, policy)
     rows = max((b * m for b, m, _, _ in plan.graph.work.gemms), default=0)
     cols = max((n for _, _, n, _ in plan.graph.work.gemms), default=0)
     if rows <= 64:
@@ -97,6 +111,8 @@ def _three_dot_steps(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
     with the hand-made tf32x3 dot (the weight split once; B tiles take twice the shared
     memory: K steps of 32), then with bf16x3 (both promoted out of the tensor cores)."""
     if not isinstance(seed, TritonGenome) or seed.precision != "tf32x3" or seed.x3 != "triton":
+        return []
+    if not any(_has_dot(st) for st in plan.stages):  # no GEMM: no dot to make otherwise
         return []
     # H100 (screen() timings, 1024x8192x8192; docs/synthesizer.md): 128x256 tiles, 2 stages and
     # promote 8 ran 0.75 ms against 0.91 ms for the seed's 128x128 tiles, 3 stages and promote

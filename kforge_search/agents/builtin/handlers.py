@@ -274,11 +274,11 @@ def run_graph(cv: Converter, traced: Traced) -> Any:
         if node.op == "placeholder":
             meta = node.meta.get("tensor_meta")
             # a number passed to forward (KernelBench's `A * s`) is read there at run time
-            env[node] = (
-                Leaf(node.target, tuple(meta.shape))
-                if meta is not None
-                else Scalar(float(traced.scalar_inputs[node.target]), node.target)
-            )
+            number = traced.scalar_inputs.get(node.target)
+            if meta is not None:
+                env[node] = Leaf(node.target, tuple(meta.shape))
+            else:  # an optional argument get_inputs leaves out is its default (None)
+                env[node] = None if number is None else Scalar(number, node.target)
         elif node.op == "get_attr":
             env[node] = _attribute(traced, node.target)
         elif node.op == "output":
