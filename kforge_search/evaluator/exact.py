@@ -204,3 +204,24 @@ def float64_run(
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         return None, why + f"the model does not run in float64 ({type(exc).__name__}: {first})"
     return exact, ""
+
+
+def float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any], str]:
+    """One trial of the float64 run in lockstep with the float32 one (a streamed reference:
+    worker.replay): the outputs of `model` (already `.double()`) on `inputs` in float64,
+    or ([], why there is none): the same reasons as `float64_run`'s."""
+    import torch
+
+    why = "numerics: no float64 reference: "
+    try:
+        inputs = to_double(inputs)  # drawn (seeded) before the state is read
+        before = _rng_states(device)
+        with torch.no_grad():
+            out = model(*inputs)
+        outs = list(out) if isinstance(out, list | tuple) else [out]
+        if any(not torch.equal(a, b) for a, b in zip(before, _rng_states(device), strict=True)):
+            return [], why + "the forward draws random numbers (in float64, others)"
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return [], why + f"the model does not run in float64 ({type(exc).__name__}: {first})"
+    return outs, ""

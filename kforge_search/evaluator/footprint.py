@@ -34,6 +34,7 @@ MACHINE_SHARE = 0.9  # of the machine's memory (or its cgroup's): what an evalua
 KEPT_TIMED_RUNS = 3  # a candidate's timed runs whose outputs it keeps, at least (timed_runs.py)
 ORACLE_RUNS = 4  # timed runs and back-to-back calls an oracle answers for at once (about)
 MODES = ("reference", "candidate", "baseline", "oracle", "ncu")
+MACHINE_ENV = "KFORGE_MACHINE_MB"  # a smaller machine than this one, in MiB (tests)
 
 
 @dataclass(frozen=True)
@@ -109,20 +110,35 @@ def measure(module: Any) -> Footprint | str:
 
 def reference_bytes(fp: Footprint, trials: int) -> int:
     """The reference's outputs over its trials and their float64 copies (the parent holds
-    them while the problem is searched; a baseline's child loads them)."""
+    them while the problem is searched; a baseline's child loads them), where it keeps them:
+    one trial's (`trials` 1) where it streams."""
     return trials * (fp.outputs + 2 * fp.float32_outputs)
 
 
-def need_bytes(fp: Footprint, mode: str, device: str, trials: int) -> int:
+def streamed(fp: Footprint, trials: int, keep_bytes: int) -> bool:
+    """Whether the reference streams: its trials' outputs and float64 copies take more than
+    `keep_bytes` (0: never). Then no process holds more than one trial of them: its child
+    keeps trial 0 alone, and as the oracle recomputes one trial at a time when a candidate
+    is compared (worker.serve_trials, trial_check.py); a baseline's kinds are not checked."""
+    return keep_bytes > 0 and reference_bytes(fp, trials) > keep_bytes
+
+
+def need_bytes(fp: Footprint, mode: str, device: str, trials: int, stream: bool = False) -> int:
     """The problem's data a child of `mode` holds in host memory at most, estimated (the
-    process's own memory, BASE_BYTES or so, apart)."""
+    process's own memory, BASE_BYTES or so, apart); `stream`: the reference streams."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+    one = reference_bytes(fp, 1)  # one trial's outputs and their float64 copies
     held = {
-        "reference": reference_bytes(fp, trials),
-        "baseline": reference_bytes(fp, trials) + trials * fp.outputs,  # and its own kind's
-        "candidate": (trials + KEPT_TIMED_RUNS) * fp.outputs,
-        "oracle": ORACLE_RUNS * fp.outputs,
+        # streamed: trial 0 kept, the trial at hand; then, as the oracle, its answers
+        "reference": max(fp.outputs + one, ORACLE_RUNS * fp.outputs)
+        if stream
+        else reference_bytes(fp, trials),
+        # streamed: nothing to check its kinds against; else the reference and its own
+        "baseline": 0 if stream else reference_bytes(fp, trials) + trials * fp.outputs,
+        # one verification trial at a time (worker.verify_trials), its kept timed runs
+        "candidate": (1 + KEPT_TIMED_RUNS) * fp.outputs,
+        "oracle": max(ORACLE_RUNS * fp.outputs, one if stream else 0),
         "ncu": 0,
     }[mode]
     if device == "cpu":  # drawn and moved inputs, intermediates, the float64 run's copies
@@ -132,17 +148,20 @@ def need_bytes(fp: Footprint, mode: str, device: str, trials: int) -> int:
     return held + working
 
 
-def machine_need(fp: Footprint, device: str, trials: int) -> int:
+def machine_need(fp: Footprint, device: str, trials: int, stream: bool = False) -> int:
     """The problem's data an evaluation holds in host memory at once, at its largest: the
-    parent's copy of the reference beside a candidate's child (and the candidate's outputs
-    the parent compares) or beside a baseline's child; or the reference's child alone,
-    before it hands over. The processes' own memory (BASE_BYTES each) is not in it."""
+    parent's copy of the reference (streamed: one trial's, from the oracle, whose child
+    holds it too) beside a candidate's child (and the candidate's trial the parent compares)
+    or beside a baseline's child; or the reference's child alone, before it hands over. The
+    processes' own memory (BASE_BYTES each) is not in it."""
+    held = reference_bytes(fp, 1 if stream else trials)
+    oracle = need_bytes(fp, "oracle", device, trials, stream) if stream else 0
     beside = max(
-        need_bytes(fp, "candidate", device, trials) + trials * fp.outputs,
-        need_bytes(fp, "baseline", device, trials),
+        need_bytes(fp, "candidate", device, trials, stream) + fp.outputs + oracle,
+        need_bytes(fp, "baseline", device, trials, stream),
     )
-    alone = need_bytes(fp, "reference", device, trials)
-    return max(alone, reference_bytes(fp, trials) + beside)
+    alone = need_bytes(fp, "reference", device, trials, stream)
+    return max(alone, held + beside)
 
 
 def machine_room() -> int:
@@ -154,6 +173,8 @@ def machine_room() -> int:
 def machine_bytes() -> int:
     """The machine's memory, or its cgroup's limit where that is lower."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if (given := os.environ.get(MACHINE_ENV, "")).isdigit():  # less only: a test's machine
+        total = min(total, int(given) * 2**20)
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             text = Path(path).read_text().strip()
@@ -169,13 +190,15 @@ def cap_mb() -> int:
     return int(MACHINE_SHARE * machine_bytes() / 2**20)
 
 
-def limit_mb(floor_mb: int, fp: Footprint | None, mode: str, device: str, trials: int) -> int:
+def limit_mb(
+    floor_mb: int, fp: Footprint | None, mode: str, device: str, trials: int, stream: bool = False
+) -> int:
     """A child's memory limit: the configured one (`floor_mb`; 0: none: the process's own
     and a small problem's) plus HEADROOM x the problem's data it is estimated to hold,
     within MACHINE_SHARE of the machine (or the configured limit, where that is more)."""
     if not floor_mb or fp is None:
         return floor_mb
-    scaled = floor_mb + int(HEADROOM * need_bytes(fp, mode, device, trials) / 2**20)
+    scaled = floor_mb + int(HEADROOM * need_bytes(fp, mode, device, trials, stream) / 2**20)
     return min(scaled, max(floor_mb, cap_mb()))
 
 
@@ -196,17 +219,24 @@ def sizes_hint(problem: Any) -> str:
     return f"run it at smaller sizes: {', or '.join(ways)}"
 
 
-def shortfall(problem: Any, fp: Footprint, device: str, trials: int) -> str:
+def shortfall(problem: Any, fp: Footprint, device: str, trials: int, stream: bool = False) -> str:
     """Why the machine cannot evaluate the problem at these sizes ("" where it can)."""
-    need, room = machine_need(fp, device, trials), machine_room()
+    need, room = machine_need(fp, device, trials, stream), machine_room()
     if need <= room:
         return ""
+    held = (
+        f"one trial's outputs and their float64 copies, {_gib(reference_bytes(fp, 1))}, are "
+        "held at once by the oracle that recomputes them and by the evaluator that compares "
+        "a candidate's with them"
+        if stream
+        else f"the reference's {trials} trials' outputs and their float64 copies, "
+        f"{_gib(reference_bytes(fp, trials))}, are kept while a candidate's or a baseline's "
+        "are compared with them"
+    )
     return (
         f"at these sizes its evaluation needs about {_gib(need)} of host memory at once, and "
         f"this machine has {_gib(max(room, 0))} for it: {sizes_hint(problem)}. ({fp.describe()};"
-        f" the reference's {trials} trials' outputs and their float64 copies, "
-        f"{_gib(reference_bytes(fp, trials))}, are kept while a candidate's or a baseline's "
-        f"are compared with them.)"
+        f" {held}.)"
     )
 
 

@@ -13,6 +13,11 @@ from kforge_search.problem import Problem
 PROFILE_ENV = "KFORGE_PROFILE_WORKER"  # a folder: each child's cProfile stats land there
 
 
+def trial_path(outputs_path: str, pos: int) -> str:
+    """Where a candidate's child saves its `pos`-th verification trial (trial_check.py)."""
+    return f"{outputs_path}.{pos}"
+
+
 @dataclass(frozen=True)
 class Job:
     mode: str  # "candidate" | "reference" | "baseline"
@@ -52,6 +57,10 @@ class Job:
     # candidate mode: the audit hook against introspection (pyaudit.py); off only to test the
     # defences behind it (EvalConfig.python_guards)
     python_audit: bool = True
+    # reference mode: where every trial's outputs and float64 copies would take more than
+    # this many bytes, the reference streams (footprint.streamed): its child keeps no trial,
+    # and as the oracle recomputes one trial at a time on request; 0: never
+    reference_keep_bytes: int = 0
 
     @property
     def total_trials(self) -> int:

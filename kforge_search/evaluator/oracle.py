@@ -64,5 +64,42 @@ class Oracle:
         exit = self.child.exit
         raise OracleError(f"the oracle's process ended: {exit.output[-1500:] if exit else ''}")
 
+    def trials(self, float64: bool, ids: list[int]) -> dict[str, Any]:
+        """A streamed reference's verification trials `ids`, recomputed in order: the first
+        one's {"outputs", "exact"} (exact: per output, float64 or None; None without
+        `float64`); next_trial gives each next one, end_trials ends the stream."""
+        if not self.alive:
+            raise OracleError("the oracle's process has ended")
+        self.child.ask(f"trials {int(float64)} {' '.join(str(t) for t in ids)}")
+        return self._trial()
+
+    def next_trial(self) -> dict[str, Any]:
+        self.child.ask("next")
+        return self._trial()
+
+    def end_trials(self) -> None:
+        """Ends the stream (the oracle then waits for its next request)."""
+        self.child.ask("end")
+        while (event := self.child.next_event()) is not None:
+            if event["type"] in ("trials-done", "fail"):
+                return
+
+    def _trial(self) -> dict[str, Any]:
+        import torch
+
+        while (event := self.child.next_event()) is not None:
+            if event["type"] == "trial":
+                if not event.get("path"):
+                    raise OracleError(f"the oracle could not recompute {event.get('error')}")
+                path = Path(event["path"])
+                try:
+                    return torch.load(path, weights_only=True)
+                finally:
+                    path.unlink(missing_ok=True)
+            if event["type"] in ("fail", "trials-done"):
+                break
+        exit = self.child.exit
+        raise OracleError(f"the oracle's process ended: {exit.output[-1500:] if exit else ''}")
+
     def close(self) -> None:
         Oracle._end(self.child, self.work)

@@ -24,7 +24,7 @@ from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import DeviceLock, device_key
 from kforge_search.evaluator.exact import Numerics, exact_path
 from kforge_search.evaluator.footprint import Footprint
-from kforge_search.evaluator.job import PROFILE_ENV, Job
+from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.oracle import Oracle, OracleError
 from kforge_search.evaluator.outcome import (
@@ -51,7 +51,8 @@ from kforge_search.evaluator.sandbox import Child, Limits, make_undumpable
 from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import excused_names, static_check
 from kforge_search.evaluator.timed_runs import timed_path
-from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed
+from kforge_search.evaluator.trial_check import TrialCheck
+from kforge_search.evaluator.verify import atol_scales, compare_timed, scales_of
 from kforge_search.paths import cache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
@@ -60,6 +61,12 @@ from kforge_search.problem import Problem, ProblemError, source_hash
 def _default_memory_mb() -> int:
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
     return int(min(32 * 1024, total * 0.6))
+
+
+def _default_keep_mb() -> int:
+    """A reference whose trials' outputs and float64 copies take more streams (footprint.
+    streamed): 5% of the machine (6.4 GiB of 128)."""
+    return int(CACHED_SHARE * footprint.machine_bytes() / 2**20)
 
 
 SPARE_READY_S = 30.0  # a spare still warming up when a candidate is to be timed: it goes
@@ -79,6 +86,9 @@ class EvalConfig:
     # CPU), a peer where the policy admits it (evaluator/peers.py)
     reduced_precision: bool = True
     memory_limit_mb: int = field(default_factory=_default_memory_mb)
+    # a reference's trials' outputs and float64 copies past this: not kept, recomputed one
+    # trial at a time by its oracle when compared (footprint.streamed, trial_check.py)
+    reference_keep_mb: int = field(default_factory=_default_keep_mb)
     output_limit_bytes: int = 32 * 2**20
     setup_timeout_s: float = 180.0
     build_timeout_s: float = 600.0
@@ -140,8 +150,19 @@ class EvalConfig:
 
 
 @dataclass(frozen=True)
+class Streamed:
+    """What the parent keeps of a streamed reference's outputs (worker.
+    streamed_reference_trials): its trials themselves its oracle recomputes."""
+
+    float64: bool  # the oracle's trials come with float64 outputs
+    magnitudes: list[list[float]]  # per compared trial, per output (verify.scales_of)
+    dtypes: list[str]
+    output_bytes: int  # one trial's
+
+
+@dataclass(frozen=True)
 class Reference:
-    outputs: list[list[Any]]
+    outputs: list[list[Any]]  # per compared trial (empty where `streamed`)
     warnings: tuple[str, ...]
     device_name: str
     torch_version: str
@@ -150,15 +171,34 @@ class Reference:
     buffers: list[dict[str, Any]] = field(default_factory=list)
     numerics: Numerics = field(default_factory=Numerics)  # trials kept, float64 outputs
     footprint: Footprint | None = None  # one call's, as its child measured it (footprint.py)
+    streamed: Streamed | None = None  # not held: recomputed by the oracle (trial_check.py)
 
     @property
     def dtypes(self) -> list[str]:
+        if self.streamed is not None:
+            return list(self.streamed.dtypes)
         return [str(t.dtype).removeprefix("torch.") for t in self.outputs[0]]
 
     @property
     def output_bytes(self) -> int:
         """One trial's outputs, in bytes."""
+        if self.streamed is not None:
+            return self.streamed.output_bytes
         return sum(t.numel() * t.element_size() for t in self.outputs[0]) if self.outputs else 0
+
+    def check(self, policy: NumericPolicy, oracle: Callable[[], Oracle]) -> TrialCheck:
+        """A verification against this reference, trial by trial (trial_check.py); `oracle`
+        recomputes a streamed reference's trials."""
+        n = self.numerics
+        ids = list(n.trial_ids or range(len(self.outputs)))
+        plain = n.plain or None
+        if self.streamed is None:
+            scales = atol_scales(self.outputs, ids, n.wide, plain)
+            return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain, scales,
+                              policy)  # fmt: skip
+        scales = scales_of(self.streamed.magnitudes, ids, n.wide, plain)
+        return TrialCheck([], None, self.buffers, ids, n.wide, plain, scales, policy, oracle,
+                          self.streamed.float64)  # fmt: skip
 
     @property
     def buffer_names(self) -> tuple[str, ...]:
@@ -184,6 +224,31 @@ def _load_tensors(path: Path) -> list[Any]:
         path.unlink(missing_ok=True)
 
 
+def _reference_of(
+    event: dict[str, Any], outputs_path: str, info: dict[str, Any], measured: Footprint | None
+) -> Reference:
+    """The reference its child's "reference" event and files describe."""
+    buffers = _load_tensors(Path(buffers_path(outputs_path)))
+    common = {
+        "warnings": tuple(event["warnings"]),
+        "device_name": info.get("device_name", ""),
+        "torch_version": info.get("torch_version", ""),
+        "per_call_ms": float(event.get("per_call_ms", 0.0)),
+        "buffers": buffers,
+        "footprint": measured,
+    }
+    if (streamed := event.get("streamed")) is None:
+        outputs = _load_tensors(Path(outputs_path))
+        exact = _load_tensors(Path(exact_path(outputs_path)))
+        return Reference(outputs=outputs, numerics=Numerics.from_event(event, exact, outputs),
+                         **common)  # fmt: skip
+    numerics = replace(Numerics.from_event(event, None, []),
+                       float32_error=tuple(streamed["float32_error"]))  # fmt: skip
+    kept = Streamed(bool(streamed["float64"]), streamed["magnitudes"], streamed["dtypes"],
+                    int(streamed["output_bytes"]))  # fmt: skip
+    return Reference(outputs=[], numerics=numerics, streamed=kept, **common)
+
+
 def _memory_note(child: Child, measured: Footprint | None, problem: Problem) -> str:
     """What a reference's child killed for its memory had, needed and may do about it."""
     assert child.exit is not None
@@ -199,15 +264,6 @@ def _memory_note(child: Child, measured: Footprint | None, problem: Problem) -> 
 def _reveal(runs: list[int], calls: list[int]) -> str:
     """The command that asks a candidate's child for the chosen runs' and calls' outputs."""
     return " ".join(["reveal", *map(str, runs), "|", *map(str, calls)])
-
-
-def _compare(ref: Reference, outputs_path: str, policy: NumericPolicy) -> Comparison:
-    """A candidate child's verification trials (outputs and buffers) against the reference."""
-    outputs = _load_tensors(Path(outputs_path))
-    buffers = _load_tensors(Path(buffers_path(outputs_path)))
-    return compare_outputs(
-        ref.outputs, outputs, policy, ref.buffers, buffers, **ref.numerics.compare_args()
-    )
 
 
 class Evaluator:
@@ -240,10 +296,12 @@ class Evaluator:
         platform: Platform,
         work: Path,
         memory: Footprint | None = None,
+        streamed: bool = False,
         **kw: Any,
     ) -> Job:
         """A child's job; `memory`: the footprint its memory limit scales with (footprint.py;
-        None: the configured limit, which the reference's child raises once it has measured)."""
+        None: the configured limit, which the reference's child raises once it has measured);
+        `streamed`: the problem's reference streams (footprint.streamed)."""
         timed_runs = self._timed_runs(platform)
         job = Job(
             mode=mode,
@@ -260,6 +318,7 @@ class Evaluator:
             ext_cache=str(cache_dir() / "torch_extensions"),
             memory_limit_mb=self.config.memory_limit_mb,
             python_audit=self.config.python_guards,
+            reference_keep_bytes=self.config.reference_keep_mb * 2**20,
             writable=(
                 str(work),
                 str(cache_dir() / "torch_extensions"),
@@ -269,7 +328,7 @@ class Evaluator:
             **kw,
         )
         floor = self.config.memory_limit_mb
-        mb = footprint.limit_mb(floor, memory, mode, job.device, job.total_trials)
+        mb = footprint.limit_mb(floor, memory, mode, job.device, job.total_trials, streamed)
         return replace(job, memory_limit_mb=mb)
 
     @contextlib.contextmanager
@@ -371,7 +430,8 @@ class Evaluator:
             return oracle
         work = Path(tempfile.mkdtemp(prefix="kforge-oracle-"))
         cached = self._references.get(key)
-        job = self._job("oracle", problem, platform, work, cached.footprint if cached else None)
+        job = self._job("oracle", problem, platform, work, cached.footprint if cached else None,
+                        cached is not None and cached.streamed is not None)  # fmt: skip
         try:
             with self._child(job, work, platform) as child:
                 while (event := child.next_event()) is not None:
@@ -401,24 +461,17 @@ class Evaluator:
                 elif event["type"] == "footprint" and event.get("footprint"):
                     # the child's limit, scaled to what the problem holds (footprint.py)
                     measured = Footprint.from_dict(event["footprint"])
+                    streams = footprint.streamed(measured, job.total_trials,
+                                                 job.reference_keep_bytes)  # fmt: skip
                     mb = footprint.limit_mb(job.memory_limit_mb, measured, job.mode, job.device,
-                                            job.total_trials)  # fmt: skip
+                                            job.total_trials, streams)  # fmt: skip
                     child.limits = replace(child.limits, memory_mb=mb)
                 elif event["type"] == "fail":
                     raise ProblemError(f"{problem.name}: {event['message']}")
                 elif event["type"] == "reference":
-                    outputs = _load_tensors(Path(job.outputs_path))
-                    exact = _load_tensors(Path(exact_path(job.outputs_path)))
-                    reference = Reference(
-                        outputs=outputs,
-                        warnings=tuple(event["warnings"]),
-                        device_name=info.get("device_name", ""),
-                        torch_version=info.get("torch_version", ""),
-                        per_call_ms=float(event.get("per_call_ms", 0.0)),
-                        buffers=_load_tensors(Path(buffers_path(job.outputs_path))),
-                        numerics=Numerics.from_event(event, exact, outputs),
-                        footprint=measured,
-                    )
+                    reference = _reference_of(event, job.outputs_path, info, measured)
+                    # a streamed reference's trials come from its oracle: it stays
+                    keep = keep or reference.streamed is not None
                     child.keep_alive = keep  # it now waits to serve as the oracle
                     return reference, Oracle(child, work) if keep else None
         assert child.exit is not None
@@ -449,9 +502,13 @@ class Evaluator:
         self, problem: Problem, platform: Platform, kinds: tuple[str, ...], ref: Reference
     ) -> list[Baseline]:
         work = Path(tempfile.mkdtemp(prefix="kforge-base-"))
-        checked = ref.numerics.save_for_child(ref.outputs, ref.buffers, work)  # peers.py
-        job = self._job("baseline", problem, platform, work, ref.footprint, baseline_kinds=kinds,
-                        reference_path=checked, skip_trials=ref.numerics.dropped)  # fmt: skip
+        # the kinds are checked against the reference (peers.py) where the parent holds it;
+        # a streamed reference's are not (a reduced kind is then no peer: peers.admissible)
+        stream = ref.streamed is not None
+        checked = "" if stream else ref.numerics.save_for_child(ref.outputs, ref.buffers, work)
+        job = self._job("baseline", problem, platform, work, ref.footprint, stream,
+                        baseline_kinds=kinds, reference_path=checked,
+                        skip_trials=ref.numerics.dropped)  # fmt: skip
         lock = self._lock(job.device)  # held shared by _child
 
         def alone(exclusive: bool) -> None:  # the timed runs alone on the device
@@ -540,6 +597,7 @@ class Evaluator:
                 platform,
                 work,
                 Footprint.largest(ref.footprint, unseen[1].footprint if unseen else None),
+                ref.streamed is not None or (unseen is not None and unseen[1].streamed is not None),
                 candidate_path=str(work / "candidate.py"),
                 unseen=unseen[0] if unseen else None,
                 unseen_outputs_path=str(work / "unseen-outputs.pt"),
@@ -556,7 +614,13 @@ class Evaluator:
             base = replace(base, limits=used)
             with self._child(job, work, platform, limits=limits) as child:
                 result = self._drive_candidate(
-                    child, job, ref, unseen, base, lambda: self._oracle(problem, platform)
+                    child,
+                    job,
+                    ref,
+                    unseen,
+                    base,
+                    lambda: self._oracle(problem, platform),
+                    (lambda: self._oracle(unseen[0], platform)) if unseen else None,
                 )
             clock.extend(child.phases())
         finally:
@@ -682,11 +746,38 @@ class Evaluator:
         unseen: tuple[Problem, Reference] | None,
         base: EvalResult,
         oracle: Callable[[], Oracle],
+        unseen_oracle: Callable[[], Oracle] | None = None,
     ) -> EvalResult:
         """The parent's side of a candidate child, event by event, to its result:
-        verify -> time (-> burst, the timed runs checked) (-> profile) (-> the unseen
-        sizes' verification)."""
+        verify (trial by trial: trial_check.py) -> time (-> burst, the timed runs checked)
+        (-> profile) (-> the unseen sizes' verification)."""
         policy = get_policy(self.config.policy)
+        check = ref.check(policy, oracle)
+        unseen_check = unseen[1].check(policy, unseen_oracle) if unseen and unseen_oracle else None
+        try:
+            return self._candidate_events(
+                child, job, ref, unseen, base, oracle, check, unseen_check
+            )
+        except OracleError as exc:  # a streamed reference's oracle could not answer
+            child.kill("")
+            return replace(base, status=Status.INFRA_ERROR, stage=child.stage or "verify",
+                           message=str(exc))  # fmt: skip
+        finally:
+            check.close()
+            if unseen_check is not None:
+                unseen_check.close()
+
+    def _candidate_events(
+        self,
+        child: Child,
+        job: Job,
+        ref: Reference,
+        unseen: tuple[Problem, Reference] | None,
+        base: EvalResult,
+        oracle: Callable[[], Oracle],
+        check: TrialCheck,
+        unseen_check: TrialCheck | None,
+    ) -> EvalResult:
         lock = self._lock(job.device)  # held shared by _child
         correctness = base.correctness
         timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
@@ -711,8 +802,15 @@ class Evaluator:
                 if timed_ok is not None and child.stage == "unseen":
                     return not_general(timed_ok, unseen_sizes, event["message"], child)
                 return failure_result(base, event, child.stage, child.exit)
-            if kind == "verified":
-                comparison = _compare(ref, job.outputs_path, policy)
+            if kind == "trial":  # one verification trial's outputs: compared, then the next
+                later = timed_ok is not None and unseen_check is not None
+                path = job.unseen_outputs_path if later else job.outputs_path
+                (unseen_check if later else check).add(  # type: ignore[union-attr]
+                    int(event["pos"]), Path(trial_path(path, int(event["pos"])))
+                )
+                child.ask("next")  # its stage's clock starts again: the comparison is ours
+            elif kind == "verified":
+                comparison = check.result()
                 correctness = comparison.correctness
                 if not comparison.ok:
                     child.send("stop")
@@ -781,8 +879,8 @@ class Evaluator:
                 if (done := after_timing(timed_ok)) is not None:
                     return done
             elif kind == "unseen":
-                assert timed_ok is not None and unseen is not None
-                comparison = _compare(unseen[1], job.unseen_outputs_path, policy)
+                assert timed_ok is not None and unseen is not None and unseen_check is not None
+                comparison = unseen_check.result()
                 child.kill("")
                 if not comparison.ok:
                     assert comparison.mismatch is not None

@@ -258,7 +258,7 @@ def _compare_tensor(
     return Elements(mismatch, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64)
 
 
-def _magnitude(t: Any) -> float:
+def magnitude(t: Any) -> float:
     """Mean |x| over the finite elements: an output's size, for the wide-range atol."""
     import torch
 
@@ -310,18 +310,30 @@ def atol_scales(
     `plain` trials (the first distribution's, which the wide ones scale; default: every
     trial that is not wide), at least 1. Errors of honest float32 arithmetic grow with the
     values; relative to the output's size the tolerance stays what it was."""
+    sizes = [[magnitude(t) for t in outs] for outs in expected]
+    return scales_of(sizes, trial_ids, wide, plain)
+
+
+def scales_of(
+    sizes: Sequence[Sequence[float]],
+    trial_ids: Sequence[int],
+    wide: Sequence[int],
+    plain: Sequence[int] | None = None,
+) -> list[list[float]]:
+    """atol_scales from each compared trial's outputs' sizes (`magnitude`), as a streamed
+    reference's child measured them (worker.streamed_reference_trials)."""
     base: dict[int, list[float]] = {}
-    for tid, outs in zip(trial_ids, expected, strict=True):
+    for tid, outs in zip(trial_ids, sizes, strict=True):
         if (tid in plain) if plain is not None else (tid not in wide):
-            for i, t in enumerate(outs):
-                base.setdefault(i, []).append(_magnitude(t))
+            for i, m in enumerate(outs):
+                base.setdefault(i, []).append(m)
     scales = []
-    for tid, outs in zip(trial_ids, expected, strict=True):
+    for tid, outs in zip(trial_ids, sizes, strict=True):
         row = []
-        for i, t in enumerate(outs):
-            sizes = base.get(i, [])
-            usual = sum(sizes) / len(sizes) if sizes else 0.0
-            row.append(max(1.0, _magnitude(t) / usual) if tid in wide and usual > 0 else 1.0)
+        for i, m in enumerate(outs):
+            known = base.get(i, [])
+            usual = sum(known) / len(known) if known else 0.0
+            row.append(max(1.0, m / usual) if tid in wide and usual > 0 else 1.0)
         scales.append(row)
     return scales
 
@@ -351,6 +363,7 @@ def compare_outputs(
     trial_ids: Sequence[int] | None = None,
     wide: Sequence[int] = (),
     plain: Sequence[int] | None = None,
+    scales: Sequence[Sequence[float]] | None = None,
 ) -> Comparison:
     """Compare per trial: the outputs, then the buffers the reference's forward changed in
     that trial (when given). The first mismatch is reported; errors are maxed over outputs.
@@ -358,9 +371,11 @@ def compare_outputs(
     `exact`: per trial, per output, the float64 reference's output (None where there is
     none); `trial_ids`: the trial number of each position (the reference may have dropped
     a wide-range trial); `wide`: the trial numbers of the wide-range trials; `plain`:
-    those of the first distribution's (atol_scales)."""
+    those of the first distribution's (atol_scales); `scales`: atol's factors per trial
+    and output where known (a streamed reference's, compared a trial at a time: merge)."""
     ids = list(trial_ids) if trial_ids is not None else list(range(len(expected)))
-    scales = atol_scales(expected, ids, wide, plain)
+    if scales is None:
+        scales = atol_scales(expected, ids, wide, plain)
     max_abs = max_rel = atol = rtol = 0.0
     passed = by_float64 = 0
     first: Mismatch | None = None
@@ -397,6 +412,23 @@ def compare_outputs(
         by_float64=by_float64,
     )
     return Comparison(correctness, first)
+
+
+def merge(parts: Sequence[Comparison]) -> Comparison:
+    """Comparisons of successive trials (each a compare_outputs of one) as one of them all:
+    the trials summed, the errors maxed, the first mismatch."""
+    if not parts:
+        return Comparison(Correctness(0, 0, 0.0, 0.0, 0.0, 0.0), None)
+    cs = [p.correctness for p in parts]
+    correctness = replace(
+        cs[-1],
+        trials_run=sum(c.trials_run for c in cs),
+        trials_passed=sum(c.trials_passed for c in cs),
+        max_abs_err=max(c.max_abs_err for c in cs),
+        max_rel_err=max(c.max_rel_err for c in cs),
+        by_float64=sum(c.by_float64 for c in cs),
+    )
+    return Comparison(correctness, next((p.mismatch for p in parts if p.mismatch), None))
 
 
 def compare_timed(

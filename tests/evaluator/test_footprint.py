@@ -75,7 +75,9 @@ def test_the_footprint_is_measured_on_the_meta_device():
 def test_limits_scale_above_the_floor_within_the_machine(monkeypatch):
     monkeypatch.setattr(fp_mod, "machine_bytes", lambda: 300 * GiB)
     small = Footprint(2**20, 2**20, 2**20, 0)  # its limits stay about the configured one
-    assert fp_mod.limit_mb(2048, small, "candidate", "cpu", 9) == 2048 + int(1.25 * 20)
+    # a candidate's child holds one verification trial and 3 kept timed runs, and a working
+    # set of 4 x (inputs + outputs): 12 MiB
+    assert fp_mod.limit_mb(2048, small, "candidate", "cpu", 9) == 2048 + int(1.25 * 12)
     assert fp_mod.limit_mb(2048, None, "reference", "cpu", 9) == 2048
     assert fp_mod.limit_mb(0, small, "reference", "cpu", 9) == 0  # no limit stays none
     large = Footprint(GiB, 4 * GiB, 4 * GiB, 0)  # a 32768 x 32768 float32 output
@@ -109,7 +111,10 @@ def test_a_reference_beyond_the_configured_limit_runs_with_its_scaled_one(tmp_pa
     """1.7 GiB of reference outputs and float64 copies: past a 600 MiB limit (killed or out
     of memory there before), within the limit scaled to its footprint."""
     problem = _problem(tmp_path, "relu", "return torch.relu(x * self.scale)")
-    evaluator = Evaluator(EvalConfig(baselines=(), memory_limit_mb=600, check_unseen=False))
+    config = EvalConfig(
+        baselines=(), memory_limit_mb=600, check_unseen=False, reference_keep_mb=4096
+    )  # kept whole (test_streamed_reference: not)
+    evaluator = Evaluator(config)
     try:
         ref = evaluator.reference(problem, CPU, oracle=False)
     finally:

@@ -1,0 +1,103 @@
+"""A candidate's verification, one trial at a time (parent side).
+
+The candidate's child saves each trial's outputs (and the buffers the reference's forward
+changes) in a file of its own and waits; the parent reads it, takes the reference's outputs
+for that trial, compares, and only then lets the child run the next trial
+(worker.verify_trials). The reference's trial comes from the parent's memory, or, for a
+streamed reference (footprint.streamed: every trial's outputs and float64 copies would not
+fit), from its oracle, which recomputes it (worker.serve_trials) only once the candidate's
+outputs for it are in the parent: the reference's outputs for a trial never exist before the
+candidate's are fixed. The parent holds one trial's outputs, of each side, at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kforge_search.evaluator.oracle import Oracle, OracleError
+from kforge_search.evaluator.policy import NumericPolicy
+from kforge_search.evaluator.result import Mismatch
+from kforge_search.evaluator.verify import Comparison, compare_outputs, merge
+
+
+def load(path: Path) -> Any:
+    """A file a child saved, read and removed."""
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@dataclass
+class TrialCheck:
+    """One verification's comparisons, trial by trial, against one reference: `outputs` and
+    `exact` per compared trial where the parent holds them (empty: a streamed reference,
+    whose trials `oracle` recomputes), `buffers`, `ids`, `wide`, `plain` and `scales` (atol's
+    factors per trial and output: verify.atol_scales)."""
+
+    outputs: Sequence[Sequence[Any]]
+    exact: Sequence[Sequence[Any]] | None
+    buffers: Sequence[dict[str, Any]]
+    ids: Sequence[int]
+    wide: Sequence[int]
+    plain: Sequence[int] | None
+    scales: Sequence[Sequence[float]]
+    policy: NumericPolicy
+    oracle: Callable[[], Oracle] | None = None  # a streamed reference's
+    float64: bool = False  # a streamed reference's trials have float64 outputs
+    parts: list[Comparison] = field(default_factory=list)
+    _streaming: Oracle | None = None
+
+    def reference(self, pos: int) -> tuple[Sequence[Any], Sequence[Any] | None]:
+        """The reference's outputs and float64 ones (or None) of compared trial `pos`."""
+        if self.oracle is None:
+            row = self.exact[pos] if self.exact is not None else None
+            return self.outputs[pos], row
+        if self._streaming is None:
+            self._streaming = self.oracle()
+            answer = self._streaming.trials(self.float64, list(self.ids))
+        else:
+            answer = self._streaming.next_trial()
+        return answer["outputs"], answer["exact"]
+
+    def add(self, pos: int, path: Path) -> Comparison:
+        """Compares the candidate's trial `pos` (its file at `path`, read and removed)."""
+        theirs = load(path)
+        if pos != len(self.parts) or pos >= len(self.ids):
+            raise OracleError(f"trial {pos} came out of turn ({len(self.parts)} compared)")
+        expected, row = self.reference(pos)
+        found = compare_outputs(
+            [list(expected)],
+            [theirs["outputs"]],
+            self.policy,
+            [self.buffers[pos]] if pos < len(self.buffers) else None,
+            [theirs["buffers"]],
+            exact=[list(row)] if row is not None else None,
+            trial_ids=[self.ids[pos]],
+            wide=self.wide,
+            plain=self.plain,
+            scales=[self.scales[pos]],
+        )
+        self.parts.append(found)
+        return found
+
+    def result(self) -> Comparison:
+        """Every trial's comparison as one (verify.merge); a candidate that sent fewer
+        trials than the reference kept fails on the count."""
+        self.close()
+        found = merge(self.parts)
+        if len(self.parts) != len(self.ids) and found.mismatch is None:
+            count = Mismatch(0, 0, "count", f"{len(self.ids)} trials", f"{len(self.parts)} trials")
+            return Comparison(found.correctness, count)
+        return found
+
+    def close(self) -> None:
+        """Ends the oracle's stream, where one is open (the oracle stays for later asks)."""
+        if self._streaming is not None:
+            oracle, self._streaming = self._streaming, None
+            oracle.end_trials()

@@ -1,0 +1,66 @@
+"""A reference whose trials' outputs and float64 copies do not all fit streams: its oracle
+recomputes one trial at a time and the parent compares one at a time (trial_check.py), so a
+problem the machine could not hold all trials of at once evaluates (footprint.streamed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.evaluator import footprint as fp_mod
+from kforge_search.evaluator.footprint import Footprint
+from kforge_search.platforms import get_platform
+from kforge_search.problem import ProblemError, resolve_problem
+from tests.conftest import EXAMPLES
+
+CPU = get_platform("cpu-triton")
+CHAIN = EXAMPLES / "triton/elementwise_chain.py"
+# 256 x 16384 float32 in and out: 16 MiB each; the reference's 9 trials and their float64
+# copies 432 MiB. On a machine of 5440 MiB (4896 MiB for an evaluation, less a process's
+# 4 GiB: 800 MiB) keeping them needs about 1.1 GiB at once, streaming them about 450 MiB.
+SIZES = {"batch_size": 256, "dim": 16384}
+MACHINE_MB = "5440"
+
+
+def _config(keep_mb: int) -> EvalConfig:
+    return EvalConfig(baselines=(), memory_limit_mb=3000, reference_keep_mb=keep_mb)
+
+
+def test_the_model_refuses_keeping_all_trials_and_admits_one_at_a_time(monkeypatch):
+    monkeypatch.setenv(fp_mod.MACHINE_ENV, MACHINE_MB)
+    problem = resolve_problem("level1/10_elementwise_chain").resized(overrides=SIZES)
+    fp = Footprint(16 * 2**20, 16 * 2**20, 16 * 2**20, 0)
+    assert fp_mod.streamed(fp, 9, 300 * 2**20) and not fp_mod.streamed(fp, 9, 0)
+    assert "needs about 1.11 GiB of host memory" in fp_mod.shortfall(problem, fp, "cpu", 9)
+    assert fp_mod.shortfall(problem, fp, "cpu", 9, stream=True) == ""
+    assert fp_mod.need_bytes(fp, "reference", "cpu", 9, True) < fp_mod.need_bytes(
+        fp, "reference", "cpu", 9
+    )
+
+
+def test_a_problem_whose_trials_do_not_fit_at_once_evaluates_one_trial_at_a_time(monkeypatch):
+    monkeypatch.setenv(fp_mod.MACHINE_ENV, MACHINE_MB)  # the children see it too
+    problem = resolve_problem("level1/10_elementwise_chain").resized(overrides=SIZES)
+    kept = Evaluator(_config(0))  # every trial kept: refused on this machine, as before
+    try:
+        with pytest.raises(ProblemError, match=r"needs about 1\.11 GiB of host memory at once"):
+            kept.reference(problem, CPU, oracle=False)
+    finally:
+        kept.close()
+    evaluator = Evaluator(_config(300))  # past 300 MiB of trials: streamed
+    try:
+        ref = evaluator.reference(problem, CPU)
+        assert ref.streamed is not None and ref.outputs == [] and ref.held_bytes == 0
+        assert ref.streamed.float64 and ref.numerics.trial_ids == tuple(range(9))
+        result = evaluator.evaluate(CHAIN, problem, CPU)
+        assert result.status is Status.OK, result.message
+        assert result.correctness.trials_run == result.correctness.trials_passed == 9
+        assert result.generalizes == "yes"  # the unseen sizes (kept: they are small)
+        off = evaluator.evaluate_source(
+            CHAIN.read_text().replace("y * 2.0 - 0.1", "y * 2.0 - 0.1001"), problem, CPU
+        )
+        assert off.status is Status.INCORRECT and off.stage == "verify", off.message
+        assert off.correctness.trials_run == 9 and off.correctness.trials_passed < 9
+        assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
+    finally:
+        evaluator.close()
