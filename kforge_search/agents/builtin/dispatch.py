@@ -258,6 +258,7 @@ FUNCS: dict[str, Any] = {
     "log_softmax": lambda cv, nd, a, k: _softmax(cv, a, k, log=True),
     "normalize": lambda cv, nd, a, k: _normalize(cv, a, k),
     "norm": lambda cv, nd, a, k: _norm(cv, a, k),
+    "softsign": lambda cv, nd, a, k: cv.ew("div", a[0], cv.ew("add", cv.ew("abs", a[0]), 1.0)),
     "argmax": lambda cv, nd, a, k: _arg(cv, "argmax", a, k),
     "argmin": lambda cv, nd, a, k: _arg(cv, "argmin", a, k),
     "scaled_dot_product_attention": lambda cv, nd, a, k: attention.sdpa(
@@ -341,6 +342,7 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
         "LogSoftmax": lambda: _softmax(cv, (x, m.dim), {}, log=True),
         "Identity": lambda: x,
         "SELU": lambda: cv.ew("selu", x),
+        "Softsign": lambda: cv.ew("div", x, cv.ew("add", cv.ew("abs", x), 1.0)),
         "MSELoss": lambda: losses.mse_loss(cv, x, a[1], {"reduction": m.reduction}),
         "L1Loss": lambda: losses.l1_loss(cv, x, a[1], {"reduction": m.reduction}),
         "SmoothL1Loss": lambda: losses.smooth_l1_loss(
@@ -438,6 +440,14 @@ def _anchored(cv: Converter, args: A, kwargs: K) -> tuple[A, K]:
     anchored by nothing: its largest tensor argument, read as rows of its last dim, stands
     in for that input from here on (other inputs are aligned against it)."""
     leaves = [a for a in (*args, *kwargs.values()) if isinstance(a, Leaf)]
+    if cv.stage >= 0 and leaves:  # the stage's own input again: its tile
+        tiles = {e: t for e, t in cv.anchored.items() if t.stage == cv.stage}
+
+        def tile_of(value: Any) -> Any:
+            t = tiles.get(value.expr) if isinstance(value, Leaf) else None
+            return t if t is not None and t.shape == value.shape else value
+
+        return tuple(tile_of(a) for a in args), {k: tile_of(v) for k, v in kwargs.items()}
     if cv.stage >= 0 or not leaves:
         return args, kwargs
     if any(isinstance(a, T) for a in (*args, *kwargs.values())):

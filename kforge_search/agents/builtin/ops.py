@@ -137,10 +137,13 @@ class ReduceSpec:
     combine: str  # Triton expression of {0} (accumulator) and {1} (value)
     finish: str  # Triton reduction function
     cpp_code: int
+    # the accumulator's dtype in Triton: sums in float64 (a long row of large values, e.g.
+    # LayerNorm of inputs + 1000, loses its mean to float32 rounding), extremes in float32
+    acc: str = "tl.float32"
 
 
 REDUCTIONS: dict[str, ReduceSpec] = {
-    "sum": ReduceSpec("sum", "0.0", "({0} + {1})", "tl.sum", 0),
+    "sum": ReduceSpec("sum", "0.0", "({0} + {1})", "tl.sum", 0, "tl.float64"),
     "max": ReduceSpec("max", "float('-inf')", "tl.maximum({0}, {1})", "tl.max", 1),
     "min": ReduceSpec("min", "float('inf')", "tl.minimum({0}, {1})", "tl.min", 2),
 }

@@ -25,6 +25,7 @@ class Step:
     combine: str = ""
     finish: str = ""
     scan: ScanStep | None = None
+    acc: str = "tl.float32"  # the accumulator's dtype (sums: float64)
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
         assert isinstance(stat, Stat)
         _, loop = split(r.schedule(graph, (stat.x,), have, leaves))
         red = REDUCTIONS[stat.fn]
-        masked = f"tl.where({mask}, v{stat.x}, {red.identity})"
+        masked = f"tl.where({mask}, v{stat.x}, {red.identity}).to({red.acc})"
         steps.append(
             Step(
                 "stat",
@@ -181,6 +182,7 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
                 red.identity,
                 red.combine.format("acc", masked),
                 red.finish,
+                acc=red.acc,
             )
         )
         have.add(stat_id)

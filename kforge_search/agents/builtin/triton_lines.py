@@ -145,10 +145,10 @@ class Lines:
         if isinstance(node, Stat) and self.dialect == "tile":
             red = REDUCTIONS[node.fn]
             if node.axis == "row":
-                masked = f"tl.where(mask_c[None, :], v{node.x}, {red.identity})"
-                return f"v{node_id} = {red.finish}({masked}, axis=1)[:, None]"
-            masked = f"tl.where(mask_r[:, None], v{node.x}, {red.identity})"
-            return f"v{node_id} = {red.finish}({masked}, axis=0)[None, :]"
+                masked = f"tl.where(mask_c[None, :], v{node.x}, {red.identity}).to({red.acc})"
+                return f"v{node_id} = {red.finish}({masked}, axis=1).to(tl.float32)[:, None]"
+            masked = f"tl.where(mask_r[:, None], v{node.x}, {red.identity}).to({red.acc})"
+            return f"v{node_id} = {red.finish}({masked}, axis=0).to(tl.float32)[None, :]"
         raise AssertionError(f"node {node} is not computed inline in the {self.dialect} dialect")
 
     def store(self, node_id: int) -> str:
