@@ -389,7 +389,7 @@ class Converter:
         self.space_ref = out
         return out
 
-    def anchor(self, leaf: Leaf) -> T:
+    def anchor(self, leaf: Leaf, first: int | None = None) -> T:
         """Open a stage anchored by nothing: `leaf` (an input or parameter) read as rows of
         its last dim, the space of everything elementwise on it and of its statistics."""
         if leaf.transposed:
@@ -398,7 +398,8 @@ class Converter:
             raise UnsupportedError("a one-dimensional input", f"{leaf.expr} of shape {leaf.shape}")
         if self.stage >= 0:
             raise UnsupportedError("an op on inputs alone after the first stage", leaf.expr)
-        first = columns_from(self.traced.graph_module, len(leaf.shape))
+        if first is None:
+            first = columns_from(self.traced.graph_module, len(leaf.shape))
         lead_shape, col_shape = leaf.shape[:first], leaf.shape[first:]
         self.lead = tuple(f"L{i}" for i in range(len(lead_shape)))
         self.read[leaf.expr] = _numel(leaf.shape)

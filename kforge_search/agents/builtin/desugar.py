@@ -6,6 +6,8 @@ compute the same thing in the same order of magnitude of error.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kforge_search.agents.builtin.convert import Converter, Leaf, T
 from kforge_search.agents.builtin.dims import is_col, is_seg
 from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError, Update
@@ -184,3 +186,55 @@ def batch_norm(
     centered = cv.ew("sub", x, running_mean)
     inv = cv.ew("rsqrt", cv.ew("add", cv.align(running_var, x), eps))
     return _affine(cv, cv.ew("mul", centered, inv), w, b)
+
+
+def batch_norm_channels(
+    cv: Converter,
+    x: Any,
+    stats: tuple[Leaf, Leaf] | None,
+    w: Leaf | None,
+    b: Leaf | None,
+    eps: Scalar,
+    update: tuple[Leaf, Leaf, Scalar, str] | None = None,
+) -> T:
+    """BatchNorm2d/3d of a program's input [N, C, *pixels]: statistics per channel over
+    the batch and the pixels. The input is read channel-major (its view [C, N, *pixels],
+    copied to rows once): each channel is a row, its statistics row statistics; the output
+    is that space viewed back to [N, C, *pixels]. Training: batch statistics (biased), the
+    running statistics updated as torch does (unbiased variance); eval: running ones."""
+    from kforge_search.agents.builtin import losses
+
+    if not isinstance(x, Leaf) or x.transposed or len(x.shape) < 3 or cv.stage >= 0:
+        raise UnsupportedError("batch_norm over channels", "only of a program's input")
+    n, c = x.shape[0], x.shape[1]
+    tile = cv.anchor(Leaf(f"{x.expr}.transpose(0, 1)", (c, n, *x.shape[2:])), first=1)
+    dims = tuple(range(1, len(x.shape)))
+    per = (c,) + (1,) * (len(x.shape) - 1)  # a per-channel vector against [C, N, *pixels]
+
+    def channel(leaf: Leaf | None) -> Leaf | None:
+        return None if leaf is None else Leaf(leaf.expr, per)
+
+    if stats is None:
+        batch_mean = losses.mean(cv, tile, dims, True)
+        centered = cv.ew("sub", tile, batch_mean)
+        squares = cv.reduce("sum", cv.ew("square", centered), dims, True)
+        variance = cv.ew("div", squares, Size("cols"))
+        y = cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", variance, eps)))
+        if update is not None:
+            running_mean, running_var, momentum, counter = update
+            keep = Scalar(
+                1.0 - momentum.value, f"1.0 - ({momentum.source})" if momentum.source else ""
+            )
+            unbiased = cv.ew("div", squares, Size("cols", 1))
+            for leaf, batch in ((running_mean, batch_mean), (running_var, unbiased)):
+                old = cv.ew("mul", channel(leaf), keep)
+                new = cv.ew("add", cv.ew("mul", batch, momentum), old)
+                cv.updates.append(Update(leaf.expr, new.id))
+            cv.updates.append(Update(counter))
+    else:
+        running_mean, running_var = stats
+        centered = cv.ew("sub", tile, channel(running_mean))
+        y = cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", channel(running_var), eps)))
+    y = _affine(cv, y, channel(w), channel(b))
+    dims_out = (y.dims[1], y.dims[0], *y.dims[2:])  # [C, N, ...] viewed back as [N, C, ...]
+    return T(y.id, dims_out, x.shape, y.space, y.stage)

@@ -389,6 +389,8 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
         ),
         **{f"InstanceNorm{d}d": lambda: _instance_norm(cv, m, path, x) for d in (1, 2, 3)},
         "BatchNorm1d": lambda: _batch_norm(cv, m, path, x),
+        "BatchNorm2d": lambda: _batch_norm(cv, m, path, x, channels=True),
+        "BatchNorm3d": lambda: _batch_norm(cv, m, path, x, channels=True),
     }
     if name not in simple:
         raise UnsupportedError(f"module {name}")
@@ -402,7 +404,7 @@ def _instance_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
     return desugar.instance_norm(cv, h._tensor(x, type(m).__name__), w, b, scalar(m.eps))
 
 
-def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
+def _batch_norm(cv: Converter, m: Any, path: str, x: Any, channels: bool = False) -> T:
     w, b = _leaf(m, path, "weight"), _leaf(m, path, "bias")
     batch_stats = m.training or m.running_mean is None
     stats = None if batch_stats else (_leaf(m, path, "running_mean"), _leaf(m, path, "running_var"))
@@ -416,6 +418,8 @@ def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
         )
         running = (_leaf(m, path, "running_mean"), _leaf(m, path, "running_var"))
         update = (*running, momentum, counter)
+    if channels:
+        return desugar.batch_norm_channels(cv, x, stats, w, b, scalar(m.eps), update)
     return desugar.batch_norm(
         cv,
         h._tensor(x, "BatchNorm1d"),
@@ -432,7 +436,9 @@ def _batch_norm(cv: Converter, m: Any, path: str, x: Any) -> T:
 NO_ANCHOR = {"linear", "matmul", "mm", "bmm", "einsum", "scaled_dot_product_attention", "t",
              "transpose", "getattr", "getitem", "size", *h.VIEWS, *h.IDENTITY, *POOLS,
              *(f"{p}_with_indices" for p in POOLS)}  # fmt: skip
-NO_ANCHOR_MODULES = {"Linear", "Identity", "Flatten", "Dropout", *POOL_MODULES}
+NO_ANCHOR_MODULES = {
+    "Linear", "Identity", "Flatten", "Dropout", "BatchNorm2d", "BatchNorm3d", *POOL_MODULES,
+}  # fmt: skip
 
 
 def _anchored(cv: Converter, args: A, kwargs: K) -> tuple[A, K]:
