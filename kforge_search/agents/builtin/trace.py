@@ -125,9 +125,7 @@ def _trace(problem: Problem) -> Traced | Unsupported:
             m.momentum = None
     names = tuple(n.target for n in gm.graph.nodes if n.op == "placeholder")
     pairs = list(zip(names, inputs, strict=False))
-    others = {
-        name for name, x in pairs if isinstance(x, torch.Tensor) and x.dtype != torch.float32
-    }
+    others = {name for name, x in pairs if isinstance(x, torch.Tensor) and x.dtype != torch.float32}
     refused = _numbers_refused(gm, others) if others else None
     if refused is not None:
         return refused
