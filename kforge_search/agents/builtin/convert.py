@@ -303,11 +303,7 @@ class Converter:
             return self._row_stat(fn, x, keepdim)
         if tokens != present:
             raise refused
-        per_row = self._row_stat(fn, x, True)
-        rows = T(per_row.id, tuple(t for t in per_row.dims if t != 1), tuple(
-            s for t, s in zip(per_row.dims, per_row.shape, strict=True) if t != 1
-        ), per_row.space, per_row.stage)  # fmt: skip
-        out = self._over_rows(fn, rows, keepdim)
+        out = self._over_rows(fn, self._row_stat(fn, x, False), keepdim)
         if not keepdim:
             return out
         return T(out.id, tuple(1 for _ in x.dims), tuple(1 for _ in x.shape), x.space, x.stage)

@@ -171,21 +171,32 @@ def batch_norm(
         variance = cv.ew("div", squares, Size("rows"))
         y = cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", variance, eps)))
         if update is not None:
-            running_mean, running_var, momentum, counter = update
-            keep = Scalar(
-                1.0 - momentum.value, f"1.0 - ({momentum.source})" if momentum.source else ""
-            )
             unbiased = cv.ew("div", squares, Size("rows", 1))
-            for leaf, batch in ((running_mean, batch_mean), (running_var, unbiased)):
-                old = cv.ew("mul", cv.align(leaf, batch), keep)
-                new = cv.ew("add", cv.ew("mul", batch, momentum), old)
-                cv.updates.append(Update(leaf.expr, new.id))
-            cv.updates.append(Update(counter))
+            _running_update(cv, update, batch_mean, unbiased, cv.align)
         return _affine(cv, y, w, b)
     running_mean, running_var = stats
     centered = cv.ew("sub", x, running_mean)
     inv = cv.ew("rsqrt", cv.ew("add", cv.align(running_var, x), eps))
     return _affine(cv, cv.ew("mul", centered, inv), w, b)
+
+
+def _running_update(
+    cv: Converter,
+    update: tuple[Leaf, Leaf, Scalar, str],
+    batch_mean: T,
+    unbiased: T,
+    aligned: Any,
+) -> None:
+    """Training BatchNorm's buffers, as torch updates them: running = (1 - momentum) *
+    running + momentum * batch value (the unbiased variance), and the counter + 1.
+    `aligned(leaf, batch)`: a running buffer as a value of the batch statistic's space."""
+    running_mean, running_var, momentum, counter = update
+    keep = Scalar(1.0 - momentum.value, f"1.0 - ({momentum.source})" if momentum.source else "")
+    for leaf, batch in ((running_mean, batch_mean), (running_var, unbiased)):
+        old = cv.ew("mul", aligned(leaf, batch), keep)
+        new = cv.ew("add", cv.ew("mul", batch, momentum), old)
+        cv.updates.append(Update(leaf.expr, new.id))
+    cv.updates.append(Update(counter))
 
 
 def batch_norm_channels(
@@ -221,16 +232,8 @@ def batch_norm_channels(
         variance = cv.ew("div", squares, Size("cols"))
         y = cv.ew("mul", centered, cv.ew("rsqrt", cv.ew("add", variance, eps)))
         if update is not None:
-            running_mean, running_var, momentum, counter = update
-            keep = Scalar(
-                1.0 - momentum.value, f"1.0 - ({momentum.source})" if momentum.source else ""
-            )
             unbiased = cv.ew("div", squares, Size("cols", 1))
-            for leaf, batch in ((running_mean, batch_mean), (running_var, unbiased)):
-                old = cv.ew("mul", channel(leaf), keep)
-                new = cv.ew("add", cv.ew("mul", batch, momentum), old)
-                cv.updates.append(Update(leaf.expr, new.id))
-            cv.updates.append(Update(counter))
+            _running_update(cv, update, batch_mean, unbiased, lambda leaf, _: channel(leaf))
     else:
         running_mean, running_var = stats
         centered = cv.ew("sub", tile, channel(running_mean))
