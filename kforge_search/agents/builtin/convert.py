@@ -137,9 +137,25 @@ class Converter:
     def leaf(self, leaf: Leaf, dims: Dims, ref: T | None = None) -> T:
         kind = kind_of(dims, self.lead)
         space = ref.space if ref else self.space
+        inner = self._inner(leaf, dims, kind)
         self.read[leaf.expr] = _numel(leaf.shape)
-        node_id = self._add(lambda i: Load(i, kind, leaf.expr, space))
+        node_id = self._add(lambda i: Load(i, kind, leaf.expr, space, inner))
         return T(node_id, dims, leaf.shape, space, self.stage)
+
+    def _inner(self, leaf: Leaf, dims: Dims, kind: Kind) -> int:
+        """Where the columns are several tokens (C, C1, ...), a leaf over some of them only:
+        a per-column vector over the first ones, broadcast along the rest (a per-channel
+        vector (C, 1, 1) of [C, H, W] columns), is read at column // their size (Load.inner);
+        any other leaf must have all the columns or none."""
+        cols = [t for t in self.token_size if is_col(t)]
+        have = [t for t in dims if is_col(t)]
+        if not have or have == cols:
+            return 0
+        if kind is Kind.COL and have == cols[: len(have)]:
+            return len(cols) - len(have)
+        raise UnsupportedError(
+            "broadcast", f"{leaf.expr} with dims {dims}: along some of the columns {tuple(cols)}"
+        )
 
     def align(self, leaf: Leaf, ref: T) -> T:
         """A leaf's dims by right-aligning its shape with `ref` (numpy broadcasting). Where

@@ -96,18 +96,29 @@ def _normalize_over(cv: Converter, x: T, dims: tuple[int, ...], eps: Scalar) -> 
 def group_norm(
     cv: Converter, x: T, groups: Scalar, w: Leaf | None, b: Leaf | None, eps: Scalar
 ) -> T:
-    if x.dims != (*cv.lead, "C") or len(cv.lead) != 1:
-        raise UnsupportedError("group_norm", f"on dims {x.dims}: needs [batch, features]")
+    """GroupNorm of [N, C, *pixels] (or [N, C]) whose columns are all but the batch (the
+    features after a GEMM; an input's channels and pixels, tokens C, C1, ...): statistics
+    per row segment of C / G channels (contiguous columns), the affine weight and bias per
+    channel, broadcast along the pixels (a column vector over C, Load.inner)."""
+    n_cols = len(x.dims) - 1
+    cols = ("C", *(f"C{i}" for i in range(1, n_cols)))
+    if x.dims != ("L0", *cols) or cv.lead != ("L0",):
+        raise UnsupportedError("group_norm", f"on dims {x.dims}: needs [batch, C, *pixels]")
     cv.set_groups(groups)
-    g = int(groups.value)
-    if g < 1 or x.shape[-1] % g:
-        raise UnsupportedError("group_norm", f"{x.shape[-1]} features in {g} groups")
-    # The segments' real shape [N, G, C/G]: the work counted for the roofline follows it.
-    grouped_shape = (*x.shape[:-1], g, x.shape[-1] // g)
-    grouped = T(x.id, (*cv.lead, "G", "S"), grouped_shape, x.space, x.stage)
+    g, channels = int(groups.value), x.shape[1]
+    if g < 1 or channels % g:
+        raise UnsupportedError("group_norm", f"{channels} channels in {g} groups")
+    # The segments' real shape [N, G, C/G * pixels]: the roofline's work follows it.
+    grouped_shape = (x.shape[0], g, _numel(x.shape[1:]) // g)
+    grouped = T(x.id, ("L0", "G", "S"), grouped_shape, x.space, x.stage)
     y = _normalize(cv, grouped, -1, eps)
     y = T(y.id, x.dims, x.shape, y.space, y.stage)
-    return _affine(cv, y, w, b)
+    per = (channels,) + (1,) * (n_cols - 1)  # a per-channel vector against [C, *pixels]
+
+    def channel(v: Any) -> Any:
+        return Leaf(v.expr, per) if isinstance(v, Leaf) else v
+
+    return _affine(cv, y, channel(w), channel(b))
 
 
 def instance_norm(cv: Converter, x: T, w: Leaf | None, b: Leaf | None, eps: Scalar) -> T:

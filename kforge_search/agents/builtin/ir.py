@@ -80,6 +80,10 @@ class Load:
     kind: Kind
     tensor: str
     space: int = 0  # the column space it is indexed in (0: GEMM columns, 1: pooled)
+    # a COL vector over the first column tokens only, broadcast along the last `inner` (a
+    # per-channel vector of [C, H, W] columns has dims (C, 1, 1), inner 2): its element for
+    # column c is c // (the product of those `inner` tokens' sizes)
+    inner: int = 0
 
 
 @dataclass(frozen=True)

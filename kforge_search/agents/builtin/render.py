@@ -178,6 +178,14 @@ def groups_line(plan: Plan) -> str:
     return f"G = int({groups.source or repr(int(groups.value))})"
 
 
+def inner_lines(plan: Plan) -> list[str]:
+    """Forward lines naming the divisors of per-column vectors broadcast along the inner
+    columns (Load.inner): INNER<k>, the product of the sizes of the last k column tokens."""
+    found = sorted({n.inner for n in plan.graph.nodes if isinstance(n, Load) and n.inner})
+    sizes = plan.graph.col_sizes
+    return [f"INNER{k} = {' * '.join(sizes[-k:])}" for k in found]
+
+
 def a_operand(plan: Plan, stage: StagePlan) -> tuple[list[str], str]:
     """Forward lines making the stage's A operand, and its name."""
     g = stage.gemm

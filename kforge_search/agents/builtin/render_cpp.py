@@ -24,6 +24,7 @@ OP_SCAN = 107
 KIND_CODE = {
     Kind.MAT: 0, Kind.ROW: 1, Kind.SEG: 2, Kind.COL: 3, Kind.SEGVEC: 4, Kind.ONE: 5, Kind.BCOL: 6,
 }  # fmt: skip
+KIND_INNER = 7  # a load only: a COL vector broadcast along the inner columns (Load.inner)
 STEP_TOP, STEP_STAT, STEP_FINAL, STEP_SCAN = 0, 1, 2, 3
 SIZE_CODE = {"cols": 0, "seg": 1, "rows": 2, "brows": 3}
 PASS_BITS = {"": 0, "row": 1, "col": 2, "post": 4, "whole": 8}
@@ -82,16 +83,24 @@ class StageCode:
             self.emit(OP_SIZE, dst, SIZE_CODE[arg.name], arg.minus)
             return dst
         text = f"float({arg.source})" if arg.source else literal(arg.value)
+        self.emit(OP_SCALAR, dst, self._scalar(text))
+        return dst
+
+    def _scalar(self, text: str) -> int:
+        """The index of a run-time scalar (a forward expression) in the stage's scalars."""
         if text not in self.scalars:
             self.scalars.append(text)
-        self.emit(OP_SCALAR, dst, self.scalars.index(text))
-        return dst
+        return self.scalars.index(text)
 
     def node(self, node_id: int) -> None:
         graph = self.plan.graph
         node = graph.node(node_id)
         if node_id in self.leaves:
             self.emit(OP_LOAD, self.reg(node_id), self.tensor(f"b{node_id}"), KIND_CODE[node.kind])
+        elif isinstance(node, Load) and node.inner:  # column // INNER<k>, a scalar's index
+            name = self.names.tensor(node.tensor, node.kind)
+            div = self._scalar(f"float(INNER{node.inner})")
+            self.emit(OP_LOAD, self.reg(node_id), self.tensor(name), KIND_INNER, div)
         elif isinstance(node, Load):
             name = self.names.tensor(node.tensor, node.kind)
             self.emit(OP_LOAD, self.reg(node_id), self.tensor(name), KIND_CODE[node.kind])
@@ -320,7 +329,8 @@ def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> 
     r.draw_first(plan, names)
     constants: list[str] = []
     parts = [stage_lines(plan, st, genome, names, constants) for st in plan.stages]
-    body = [*parts[0][0], r.groups_line(plan), *r.leaf_prep(names.tensors, contiguous=False)]
+    body = [*parts[0][0], r.groups_line(plan), *r.inner_lines(plan)]
+    body += r.leaf_prep(names.tensors, contiguous=False)
     for i, (a_lines, rest) in enumerate(parts):
         body += (a_lines if i else []) + rest
     body += r.update_lines(plan)

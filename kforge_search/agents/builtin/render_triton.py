@@ -297,7 +297,8 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
     r.draw_first(plan, names)
     writers = [StageWriter(plan, st, genome, names) for st in plan.stages]
     parts = [w.lines() for w in writers]
-    body = [*parts[0][0], r.groups_line(plan), *r.leaf_prep(names.tensors)]
+    body = [*parts[0][0], r.groups_line(plan), *r.inner_lines(plan)]
+    body += r.leaf_prep(names.tensors)
     body += [f"{name} = float({src})" for src, name in names.scalars.items()]
     for i, (a_lines, rest) in enumerate(parts):
         body += (a_lines if i else []) + rest

@@ -2,7 +2,8 @@
 
 The kernels walk a [rows, cols] space. For a program without a GEMM the space comes from its
 largest input: by default its last dim is the columns and the dims before it the rows. A
-reduction over several trailing dims (LayerNorm over (C, H, W), InstanceNorm over (H, W))
+reduction over several trailing dims (LayerNorm over (C, H, W), InstanceNorm over (H, W);
+GroupNorm of [N, C, *pixels] over all but the batch, per row segment of C / G channels)
 wants those dims as the columns, so that it is a statistic per row; a reduction over one
 middle dim (a sum over dim 1 of [B, D1, D2]) wants the dims after it as the columns and the
 reduced dim last among the rows, so that it is a statistic per column of each batch. The
@@ -40,8 +41,12 @@ def _reduced(node: Any, gm: Any) -> tuple[int, tuple[int, ...]] | None:
             return rank, tuple(range(rank - n, rank))
         if name.startswith("InstanceNorm"):
             return rank, tuple(range(2, rank))
+        if name == "GroupNorm":
+            return rank, tuple(range(1, rank))  # (channels, *pixels): G segments of them
         return None
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    if name == "group_norm":
+        return rank, tuple(range(1, rank))
     if name == "layer_norm":
         shape_arg = node.args[1] if len(node.args) > 1 else node.kwargs.get("normalized_shape")
         n = len(tuple(shape_arg)) if isinstance(shape_arg, list | tuple) else 1

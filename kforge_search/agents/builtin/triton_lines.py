@@ -97,10 +97,17 @@ class Lines:
     def load(self, node_id: int) -> str:
         p, kind = self._ptr_and_ld(node_id)
         ld = f"ld_{p}"
+        node = self.graph.node(node_id)
+        # a per-column vector broadcast along the inner columns (see Load.inner)
+        at = (
+            f"cols // {self.params.add(f'INNER{node.inner}')}"
+            if isinstance(node, Load) and node.inner and node_id not in self.buffered
+            else "cols"
+        )
         if self.dialect == "row":
             expr = {
                 Kind.MAT: f"tl.load({p} + row64 * {ld} + cols, mask=mask_c, other=0.0)",
-                Kind.COL: f"tl.load({p} + cols, mask=mask_c, other=0.0)",
+                Kind.COL: f"tl.load({p} + {at}, mask=mask_c, other=0.0)",
                 Kind.ROW: f"tl.load({p} + row)",
                 Kind.SEG: f"tl.load({p} + row64 * G + seg)",
                 Kind.SEGVEC: f"tl.load({p} + seg)",
@@ -113,7 +120,7 @@ class Lines:
             both = "mask=mask_r[:, None] & mask_c[None, :], other=0.0"
             expr = {
                 Kind.MAT: f"tl.load({p} + rows64[:, None] * {ld} + cols[None, :], {both})",
-                Kind.COL: f"tl.load({p} + cols, mask=mask_c, other=0.0)[None, :]",
+                Kind.COL: f"tl.load({p} + {at}, mask=mask_c, other=0.0)[None, :]",
                 Kind.ROW: f"tl.load({p} + rows, mask=mask_r, other=0.0)[:, None]",
                 Kind.SEG: f"tl.load({p} + rows64[:, None] * G + (cols // SEG)[None, :], {both})",
                 Kind.SEGVEC: f"tl.load({p} + cols // SEG, mask=mask_c, other=0.0)[None, :]",

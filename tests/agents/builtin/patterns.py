@@ -207,4 +207,15 @@ UNSUPPORTED = {
                      init="self.linear = nn.Linear(in_f, out_f).double()"), "unsupported: dtype"),
     "median": (make("median", "return torch.median(self.linear(x), dim=1).values"),
                "unsupported: median"),
+    # [C, H, W] columns: a parameter over H only, an input over (N, C) only
+    "inner_columns_gap": (make("inner_columns_gap", "return self.ln(x) + self.p",
+                               init="self.ln = nn.LayerNorm((5, 7, 9))\n"
+                                    "self.p = nn.Parameter(torch.randn(1, 7, 1))",
+                               inputs="[torch.randn(3, 5, 7, 9)]", init_inputs="[]", params=""),
+                          "unsupported: broadcast (self.p with dims (1, 'C1', 1)"),
+    "inner_columns_matrix": (make("inner_columns_matrix", "return self.ln(x) * y", args="x, y",
+                                  init="self.ln = nn.LayerNorm((5, 7, 9))",
+                                  inputs="[torch.randn(3, 5, 7, 9), torch.randn(3, 5, 1, 1)]",
+                                  init_inputs="[]", params=""),
+                             "unsupported: broadcast (y with dims ('L0', 'C', 1, 1)"),
 }  # fmt: skip

@@ -10,7 +10,7 @@ from kforge_search.agents.builtin.ir import Ew, Kind, Load, Scalar, Stat, Unsupp
 from kforge_search.agents.builtin.plan import Plan
 from kforge_search.agents.builtin.render import output_line
 from kforge_search.platforms import get_platform
-from kforge_search.problem import find_problems, resolve_problem
+from kforge_search.problem import find_problems, load_problem, resolve_problem
 from tests.agents.builtin.patterns import SUPPORTED, UNSUPPORTED
 from tests.conftest import PROBLEMS
 
@@ -54,6 +54,27 @@ def test_group_norm_statistics_run_per_segment():
     plan = plan_of("level2/17_gemm_groupnorm_swish")
     assert plan.graph.groups == Scalar(5.0, "self.norm.num_groups")
     assert plan.stages[0].segmented and not plan.stages[0].fusable
+
+
+def test_group_norm_of_an_image_runs_per_segment_with_per_channel_weights(tmp_path):
+    path = tmp_path / "group_norm_4d.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n"
+        "        self.gn = nn.GroupNorm(3, 6)\n\n"
+        "    def forward(self, x):\n        return self.gn(x)\n\n"
+        "def get_inputs():\n    return [torch.randn(4, 6, 5, 7)]\n\n"
+        "def get_init_inputs():\n    return []\n"
+    )
+    plan = analyze(load_problem(path))
+    assert isinstance(plan, Plan), plan
+    graph = plan.graph
+    assert graph.groups == Scalar(3.0, "self.gn.num_groups") and plan.stages[0].segmented
+    assert graph.out_dims == ("L0", "C", "C1", "C2")  # the columns: channels and pixels
+    loads = {n.tensor: (n.kind, n.inner) for n in graph.nodes if isinstance(n, Load)}
+    # per channel: column // (H * W)
+    assert loads == {"self.gn.weight": (Kind.COL, 2), "self.gn.bias": (Kind.COL, 2)}
 
 
 def test_instance_norm_segments_come_from_the_view():
