@@ -50,7 +50,8 @@ def format_report(r: EvalResult) -> str:
         f"status:    {r.status.value}  (stage: {r.stage})",
         f"problem:   {r.problem_name} [{r.problem_id}]  sizes: {sizes or 'default'}",
         f"platform:  {r.platform} on {r.device_name or '?'}  torch {r.torch_version or '?'}",
-        f"policy:    {r.policy}  (atol={r.correctness.atol:g}, rtol={r.correctness.rtol:g})",
+        f"policy:    {r.policy}  (atol={r.correctness.atol:g}, rtol={r.correctness.rtol:g}"
+        + (f" for {r.correctness.dtype})" if r.correctness.dtype else ")"),
         f"message:   {r.message}",
     ]
     if r.artifacts.reasons:

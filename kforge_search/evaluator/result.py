@@ -48,6 +48,9 @@ class Correctness:
     # elements outside tolerance of the float32 reference but accepted by the float64 rule
     # (as close to the float64 result as the reference, and within tolerance of it)
     by_float64: int = 0
+    # the output dtype whose row of the policy's table atol and rtol are ("float16": its
+    # own tolerances), of the last output compared
+    dtype: str = ""
 
 
 @dataclass(frozen=True)

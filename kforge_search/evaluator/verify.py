@@ -75,6 +75,7 @@ class Elements:
     atol: float
     rtol: float
     by_float64: int = 0  # elements accepted only by the float64 rule
+    dtype: str = ""  # the expected output's, whose tolerances atol and rtol are
 
 
 def pieces(shape: Sequence[int], limit: int) -> Iterator[tuple[slice, ...]]:
@@ -237,14 +238,14 @@ def _compare_tensor(
     ):
         if want != got:
             mismatch = Mismatch(trial, index, reason, str(want), str(got))
-            return Elements(mismatch, float("inf"), float("inf"), atol, rtol)
+            return Elements(mismatch, float("inf"), float("inf"), atol, rtol, 0, dtype)
     shape = tuple(expected.shape)
     usable = exact is not None and dtype == "float32" and tuple(exact.shape) == shape
     tally = _tally(expected, actual, exact, atol, rtol, None, stop_at_bad=usable)
     if usable and tally.n_bad:  # the float64 rule: its whole-tensor part, then every element
         tally = _tally(expected, actual, exact, atol, rtol, _as_exact(expected, actual, exact))
     if not tally.n_bad:
-        return Elements(None, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64)
+        return Elements(None, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64, dtype)
     mismatch = Mismatch(
         trial=trial,
         output_index=index,
@@ -255,7 +256,7 @@ def _compare_tensor(
         n_mismatched=tally.n_bad,
         n_total=expected.numel(),
     )
-    return Elements(mismatch, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64)
+    return Elements(mismatch, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64, dtype)
 
 
 def magnitude(t: Any) -> float:
@@ -378,6 +379,7 @@ def compare_outputs(
         scales = atol_scales(expected, ids, wide, plain)
     max_abs = max_rel = atol = rtol = 0.0
     passed = by_float64 = 0
+    dtype = ""
     first: Mismatch | None = None
     for pos, (exp, act) in enumerate(zip(expected, actual, strict=False)):
         trial = ids[pos]
@@ -389,6 +391,7 @@ def compare_outputs(
             found = _compare_tensor(e, a, policy, trial, index, x, scales[pos][index])
             max_abs, max_rel = max(max_abs, found.max_abs), max(max_rel, found.max_rel)
             atol, rtol = found.atol / scales[pos][index], found.rtol  # the policy's own
+            dtype = found.dtype
             by_float64 += found.by_float64
             if found.mismatch is not None:
                 trial_ok = False
@@ -409,6 +412,7 @@ def compare_outputs(
         max_rel_err=max_rel,
         atol=atol,
         rtol=rtol,
+        dtype=dtype,
         by_float64=by_float64,
     )
     return Comparison(correctness, first)

@@ -56,6 +56,8 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
         return names
     if not any(_has_dot(st) for st in plan.stages):
         names -= DOT_GENES
+    if plan.graph.low_precision:  # dots of the program's float16 / bfloat16 tiles
+        names -= {"precision"} | X3_GENES
     if not any(st.tail for st in plan.stages):
         names -= TAIL_GENES
     if not any(st.tail and st.fusable for st in plan.stages):
@@ -81,9 +83,12 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
     if platform.language == "cpp":
         return CppGenome()
     precision = "tf32x3" if policy == "strict" else "tf32"
+    if plan.graph.low_precision:  # float16 / bfloat16 tiles: their own dot, exact products
+        precision = "ieee"
     shapes = {
         "tf32x3": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
         "tf32": dict(block_m=128, block_n=256, block_k=32, num_stages=3),
+        "ieee": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
     }[precision]
     if not plan.graph.work.gemms:  # tiles anchored by nothing: wide rows of a few warps
         anchored = TritonGenome(precision=precision, block_m=16, block_n=256, num_warps=4)

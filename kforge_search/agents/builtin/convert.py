@@ -517,6 +517,7 @@ class Converter:
             col_sizes=self.col_sizes,
             out_shape=self.out_shape if out.id == self.out_of_shape else "",
             int_output=out.id in self.indices,
+            dtype=self.traced.dtype,
         )
 
 

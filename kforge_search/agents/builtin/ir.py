@@ -245,6 +245,13 @@ class Graph:
     # (attention's batch of [S, D] matrices, viewed back to [..., S, D]); "" otherwise
     out_shape: str = ""
     int_output: bool = False  # the output is indices (argmax, argmin): int64
+    # the dtype of the computed values and of a float output: "float32", or "float16" /
+    # "bfloat16" (GEMM operands in it, float32 accumulation; the output stored in it)
+    dtype: str = "float32"
+
+    @property
+    def low_precision(self) -> bool:
+        return self.dtype != "float32"
 
     def node(self, node_id: int) -> Node:
         return self.nodes[node_id]

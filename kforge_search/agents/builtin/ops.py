@@ -27,6 +27,7 @@ _T_TANH = "_kf_tanh"
 _T_SOFTPLUS = "_kf_softplus"
 _T_GELU_TANH = "_kf_gelu_tanh"
 _T_MISH = "_kf_mish"
+T_TO_BF16 = "_kf_to_bf16"  # float32 to bfloat16, rounded to nearest even
 
 ELEMENTWISE: tuple[OpSpec, ...] = (
     OpSpec("add", 2, "({0} + {1})", "a + b"),
@@ -126,6 +127,15 @@ TRITON_HELPERS: dict[str, str] = {
         "def _kf_gelu_tanh(x):\n"
         "    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)\n"
         "    return 0.5 * x * (1.0 + _kf_tanh(inner))\n"
+    ),
+    T_TO_BF16: (
+        "@triton.jit\n"
+        "def _kf_to_bf16(x):\n"
+        "    # float32 to bfloat16 rounded to nearest, ties to even, by the bits (Triton's\n"
+        "    # interpreter truncates a plain cast; on a GPU this is the same rounding)\n"
+        "    b = x.to(tl.uint32, bitcast=True)\n"
+        "    b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16\n"
+        "    return b.to(tl.uint16).to(tl.bfloat16, bitcast=True)\n"
     ),
 }
 

@@ -260,16 +260,14 @@ def stage_lines(
     layout = g.b_layout
     if g.anchor or g.window is not None:  # no GEMM (anchor, window): B is never read
         w_line, layout = f"w{s} = a{s}", "kn"
-    elif (
-        genome.weight_layout == "kn"
-        and layout == "nk"
-        and g.b.startswith("self.")
-        and not g.batched
-    ):
-        w_line = f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w.t().contiguous())'
-        layout = "kn"
     else:
-        w_line = f"w{s} = {g.b}"
+        derive = ".float()" if plan.graph.low_precision else ""  # a float32 copy, kept
+        if genome.weight_layout == "kn" and layout == "nk" and not g.batched:
+            derive, layout = derive + ".t().contiguous()", "kn"
+        if g.b.startswith("self.") and not g.batched and derive:
+            w_line = f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w{derive})'
+        else:
+            w_line, layout = f"w{s} = {g.b}", g.b_layout
     what = f"{g.window.fn} pooling" if g.window else "GEMM"
     what += (" + pooling" if stage.pool else "") + " + epilogue"
     what += f" + {stage.axis} statistics" if stage.tail else ""
@@ -284,7 +282,7 @@ def stage_lines(
         *(bits, len(steps), max(1, len(sc.regs))),
         *(v for step in steps for v in step),
         len(buffers),
-        *(KIND_CODE[plan.kind(n)] + 16 * _int_output(plan, n) for n in buffers),
+        *(KIND_CODE[plan.kind(n)] + 16 * _output_code(plan, n) for n in buffers),
         n_col,
         n_row,
         n_row2,
@@ -319,9 +317,15 @@ def _window_spec(g: Gemm, s: int, scalars: list[str]) -> list[int]:
     return [0 if w.fn == "max" else 1, int(w.count_include_pad), w.dims, first]
 
 
-def _int_output(plan: Plan, node: int) -> int:
-    """1 for the program's output where it is indices (int64), else 0."""
-    return int(node == plan.graph.output and plan.graph.int_output)
+def _output_code(plan: Plan, node: int) -> int:
+    """What the library makes of a buffer at the end: 1 int64 (the program's output where it
+    is indices), 2 float16, 3 bfloat16 (a low-precision program's output), else 0 (float32)."""
+    graph = plan.graph
+    if node != graph.output:
+        return 0
+    if graph.int_output:
+        return 1
+    return {"float16": 2, "bfloat16": 3}.get(graph.dtype, 0)
 
 
 def render_cpp(plan: Plan, genome: CppGenome, problem_source: str, doc: str) -> str:

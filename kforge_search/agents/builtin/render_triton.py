@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from kforge_search.agents.builtin import render as r
 from kforge_search.agents.builtin.genome import TritonGenome
 from kforge_search.agents.builtin.ops import TRITON_HELPERS
@@ -10,6 +12,7 @@ from kforge_search.agents.builtin.source import model_source
 from kforge_search.agents.builtin.triton_kernels import (
     Kernel,
     gemm_kernel,
+    low_dot,
     pass_kernel,
     promoted,
     uses_presplit,
@@ -78,6 +81,8 @@ class StageWriter:
     def _consts(self, bm: str, bn: str, split: int = 1, dot: bool = True) -> str:
         gn = self.genome
         bf16 = ", BF16_IN_FP32=_KF_BF16_IN_FP32" if dot and gn.precision in BF16 else ""
+        if dot and low_dot(self.plan, self.stage):
+            bf16 += ", LOWP_IN_FP32=_KF_LOWP_IN_FP32"
         # K slices of whole BLOCK_K steps: the K loop needs no masks
         even = f", EVEN_K=K{self.s} % {gn.block_k * split} == 0" if dot else ""
         window = f", **wc{self.s}" if self.stage.gemm.window is not None else ""
@@ -90,8 +95,10 @@ class StageWriter:
     def _alloc(self, ids: tuple[int, ...]) -> list[str]:
         graph = self.plan.graph
 
-        def dtype(n: int) -> str:  # indices (argmax) as int64, the rest float32
-            return "int64" if graph.int_output and n == graph.output else "float32"
+        def dtype(n: int) -> str:  # indices (argmax) int64, the output its dtype, the rest float32
+            if n != graph.output:
+                return "float32"
+            return "int64" if graph.int_output else graph.dtype
 
         return [
             f"b{n} = torch.empty({r.buffer_shape(self.plan.kind(n), self.s)}, "
@@ -293,6 +300,8 @@ def _window_args(stage: StagePlan) -> list[str]:
 
 
 def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: str) -> str:
+    if plan.graph.low_precision:  # dots of the program's dtype: no tf32 / bf16 schemes
+        genome = dataclasses.replace(genome, precision="ieee", x3="triton")
     names = Names()
     r.draw_first(plan, names)
     writers = [StageWriter(plan, st, genome, names) for st in plan.stages]
@@ -319,5 +328,6 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         tma=any(w.tma for w in writers),
         presplit=any(w.presplit for w in writers),
         bf16=genome.precision in BF16,
+        lowp=any(low_dot(plan, st) for st in plan.stages),
         body="\n".join(body),
     )

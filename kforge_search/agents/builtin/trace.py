@@ -46,6 +46,9 @@ class Traced:
     input_names: tuple[str, ...]
     input_shapes: tuple[tuple[int, ...], ...]
     scalar_inputs: dict[str, float] = field(default_factory=dict)  # numbers passed to forward
+    # the dtype of the values the program computes ("float32", "float16" or "bfloat16"): its
+    # float output's; the kernels load in the inputs' dtypes and compute in float32
+    dtype: str = "float32"
 
 
 def _wrap_scalars(model: Any) -> None:
@@ -98,11 +101,14 @@ def _trace(problem: Problem) -> Traced | Unsupported:
         return Unsupported("non-tensor forward inputs", f"of type {', '.join(kinds)}")
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
     numbers = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
-    if any(x.dtype != torch.float32 and x.dtype not in numbers for x in tensors) or any(
-        p.dtype != torch.float32 for p in model.parameters()
-    ):
+    leaves = [*tensors, *model.parameters(), *model.buffers()]
+    known = (*numbers, *_floats())
+    odd = sorted({str(x.dtype).removeprefix("torch.") for x in leaves if x.dtype not in known})
+    if odd:
         return Unsupported(
-            "dtype", "the synthesizer emits float32 kernels (bool and integer inputs as numbers)"
+            "dtype",
+            f"{', '.join(odd)}: the synthesizer emits float32, float16 and bfloat16 kernels "
+            "(bool and integer inputs as numbers)",
         )
     _wrap_scalars(model)
     try:
@@ -123,15 +129,67 @@ def _trace(problem: Problem) -> Traced | Unsupported:
     finally:
         for m in cumulative:
             m.momentum = None
+    dtype = program_dtype(gm, {x.dtype for x in leaves if x.is_floating_point()})
+    if isinstance(dtype, Unsupported):
+        return dtype
     names = tuple(n.target for n in gm.graph.nodes if n.op == "placeholder")
     pairs = list(zip(names, inputs, strict=False))
-    others = {name for name, x in pairs if isinstance(x, torch.Tensor) and x.dtype != torch.float32}
-    refused = _numbers_refused(gm, others) if others else None
+    others = {
+        name for name, x in pairs if isinstance(x, torch.Tensor) and not x.is_floating_point()
+    }
+    refused = _numbers_refused(gm, others, dtype) if others else None
     if refused is not None:
         return refused
     scalars = {name: float(x) for name, x in pairs if _number(x)}
     shapes = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else () for x in inputs)
-    return Traced(gm, model, names, shapes, scalars)
+    return Traced(gm, model, names, shapes, scalars, str(dtype).removeprefix("torch."))
+
+
+def _floats() -> tuple[Any, ...]:
+    import torch
+
+    return (torch.float32, torch.float16, torch.bfloat16)
+
+
+def program_dtype(gm: Any, leaves: set[Any]) -> Any:
+    """The one float dtype of the values a traced program computes (torch's promotion, as
+    the shapes' propagation found it), or why there is none the kernels can reproduce.
+
+    float32 values may come from float16 or bfloat16 leaves (a float16 input times a float32
+    parameter is float32, its input converted exactly). float16 or bfloat16 values must be
+    all of one dtype, their leaves too: torch rounds each op's result to that dtype, the
+    kernels compute in float32 and round the output once, which is within the policy's
+    tolerance for it; a low-precision value promoted to float32 (float16 + float32 tensors
+    after some float16 op) would carry torch's intermediate rounding into a float32 output,
+    which float32's tolerance does not cover."""
+    import torch
+    from torch.fx.passes.shape_prop import TensorMetadata
+
+    computed = {
+        node.meta["tensor_meta"].dtype
+        for node in gm.graph.nodes
+        if node.op.startswith("call")
+        and isinstance(node.meta.get("tensor_meta"), TensorMetadata)
+        and node.meta["tensor_meta"].dtype.is_floating_point
+    }
+    values = computed or leaves or {torch.float32}
+    if len(values) > 1:
+        names = ", ".join(sorted(str(d).removeprefix("torch.") for d in values))
+        return Unsupported(
+            "mixed dtypes",
+            f"values of {names} are computed: torch rounds the low-precision ones before "
+            "promoting them, the kernels compute in float32 and would not; make the program's "
+            "float tensors one dtype (model.half() or .to(torch.bfloat16) with inputs to match)",
+        )
+    (dtype,) = values
+    if dtype != torch.float32 and leaves - {dtype}:
+        names = ", ".join(sorted(str(d).removeprefix("torch.") for d in leaves))
+        return Unsupported(
+            "mixed dtypes",
+            f"{names} inputs or parameters in a {str(dtype).removeprefix('torch.')} program "
+            "(a 0-dim tensor of another dtype does not promote): make them one dtype",
+        )
+    return dtype
 
 
 def _number(value: Any) -> bool:
@@ -149,11 +207,11 @@ ARITHMETIC = {
 CLASS_INDICES = {"cross_entropy", "nll_loss", "CrossEntropyLoss", "NLLLoss"}
 
 
-def _numbers_refused(gm: Any, names: set[str]) -> Unsupported | None:
+def _numbers_refused(gm: Any, names: set[str], dtype: Any) -> Unsupported | None:
     """Why a program with bool or integer inputs cannot be computed in float32, or None:
-    such an input must only meet arithmetic, and every value computed must be float32 (an
-    integer or bool result, such as mask * 2 or ~mask, would need kernels of its dtype)."""
-    import torch
+    such an input must only meet arithmetic, and every value computed must be of the
+    program's float dtype (an integer or bool result, such as mask * 2 or ~mask, would need
+    kernels of its dtype)."""
     from torch.fx.passes.shape_prop import TensorMetadata
 
     for node in gm.graph.nodes:
@@ -169,7 +227,8 @@ def _numbers_refused(gm: Any, names: set[str]) -> Unsupported | None:
                     why = f"{node.target} ({node.meta['tensor_meta'].dtype}) used by {name}"
                     return Unsupported("a bool or integer input", f"{why}: only in arithmetic")
         meta = node.meta.get("tensor_meta")
-        float_result = not isinstance(meta, TensorMetadata) or meta.dtype == torch.float32
+        float_result = not isinstance(meta, TensorMetadata) or meta.dtype == dtype
         if node.op.startswith("call") and not float_result:
-            return Unsupported("a non-float32 result", f"{node.name} is {meta.dtype}")
+            what = str(dtype).removeprefix("torch.")
+            return Unsupported(f"a non-{what} result", f"{node.name} is {meta.dtype}")
     return None

@@ -53,6 +53,15 @@ class Kernel:
         return [f"{p[3:]}.shape[-1]" if p.startswith("ld_") else p for p in self.params]
 
 
+def low_dot(plan: Plan, stage: StagePlan) -> str:
+    """The dtype of a float16 / bfloat16 program's GEMM tiles ("" for float32 programs and
+    stages without a GEMM): dots of that dtype into a float32 accumulator."""
+    g = stage.gemm
+    if not plan.graph.low_precision or g.anchor or g.window is not None:
+        return ""
+    return plan.graph.dtype
+
+
 def tma_capable(stage: StagePlan) -> bool:
     """Whether the stage's operand tiles can come through TMA descriptors: 2-D operands
     and whole column tiles (pooling reads strided columns; batches have a third dimension).
@@ -117,6 +126,9 @@ def gemm_kernel(
     post_ids = r.schedule(graph, targets, have, leaves) if mode != "partial" else []
     post = ([] if pool is not None else [tile]) + [lines.compute(n) for n in post_ids]
     stores = [lines.store(n) for n in targets] if mode != "partial" else []
+    lowp = None
+    if low_dot(plan, stage):  # A from an input is in the dtype, from a buffer float32
+        lowp = {"dtype": graph.dtype, "a_f32": isinstance(stage.gemm.a, int)}
     source = r.render_template(
         "triton/gemm.py.j2",
         name=name,
@@ -130,6 +142,7 @@ def gemm_kernel(
         tma=uses_tma(stage, genome, mode),
         b_kn=b_kn,
         pool=pool_vars,
+        lowp=lowp,
         window=_window_vars(stage),
         pre_lines="\n".join(pre),
         post_lines="\n".join(post),

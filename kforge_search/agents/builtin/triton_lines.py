@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kforge_search.agents.builtin.ir import Ew, Gemm, Graph, Kind, Load, Scalar, Size, Stat
-from kforge_search.agents.builtin.ops import OPS, REDUCTIONS
+from kforge_search.agents.builtin.ops import OPS, REDUCTIONS, T_TO_BF16
 
 SIZES = {"cols": "NC", "seg": "SEG", "rows": "R", "brows": "BR"}
 # Each dialect's row and column index of an element of a [rows, cols] value (indexed ops)
@@ -132,9 +132,15 @@ class Lines:
                     f"{both})"
                 ),
             }[kind]
-        if node_id in self.buffered:  # buffers are float32; an input may be bool or integer
-            return f"v{node_id} = {expr}"
+        if node_id in self.buffered and not self._low_output(node_id):
+            return f"v{node_id} = {expr}"  # buffers are float32; an input may be bool or integer
         return f"v{node_id} = {expr}.to(tl.float32)"
+
+    def _low_output(self, node_id: int) -> bool:
+        """Whether the node is the program's float16 / bfloat16 output (its buffer is in
+        that dtype; every other buffer is float32)."""
+        g = self.graph
+        return node_id == g.output and g.low_precision and not g.int_output
 
     def compute(self, node_id: int) -> str:
         node = self.graph.node(node_id)
@@ -162,6 +168,9 @@ class Lines:
         name = self.params.add(f"b{node_id}")
         kind = self.graph.node(node_id).kind
         v = f"v{node_id}"
+        if self._low_output(node_id) and self.graph.dtype == "bfloat16":
+            self.names.helpers.add(T_TO_BF16)  # (float16: the store's own cast rounds)
+            v = f"{T_TO_BF16}({v})"
         if self.dialect == "row":
             return {
                 Kind.MAT: f"tl.store({name} + row64 * ld_{name} + cols, {v}, mask=mask_c)",

@@ -7,6 +7,9 @@ the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers (b_ptr is bf
 draft casts its weight), c<k> fp32 scalars, the rest int32; constexprs get the values the
 forward would pass for a typical size; TMA descriptors (a_desc, b_desc) the BLOCK_* tiles.
 A weight split into bf16 hi + lo (bf16x3) makes b_ptr and _kf_split's out_ptr bf16 too.
+`--dtype float16` (or bfloat16): a program of that dtype, whose leaves t<k>, GEMM operands
+(A but where the kernel says it is a float32 value stored) and output buffer (the one the
+forward returns) are pointers of that dtype.
 """
 
 from __future__ import annotations
@@ -21,19 +24,24 @@ from typing import Any
 CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
     "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
-    "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False,
+    "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False, "LOWP_IN_FP32": False,
 }  # fmt: skip
+LOW = {"float16": "fp16", "bfloat16": "bf16"}
 
 
-def desc_type(name: str, bf16_weight: bool, b_kn: bool, consts: dict[str, Any]) -> str:
+def desc_type(
+    name: str, bf16_weight: bool, b_kn: bool, consts: dict[str, Any], low: dict[str, str]
+) -> str:
     m, n, k = consts["BLOCK_M"], consts["BLOCK_N"], consts["BLOCK_K"]
     if name == "a_desc":
-        return f"tensordesc<fp32[{m}, {k}]>"
+        return f"tensordesc<{low.get('a_ptr', 'fp32')}[{m}, {k}]>"
     block = f"[{k}, {n}]" if b_kn else f"[{n}, {k}]"
-    return f"tensordesc<{'bf16' if bf16_weight else 'fp32'}{block}>"
+    return f"tensordesc<{low.get('b_ptr', 'bf16' if bf16_weight else 'fp32')}{block}>"
 
 
-def arg_type(name: str, bf16_weight: bool) -> str:
+def arg_type(name: str, bf16_weight: bool, low: dict[str, str] | None = None) -> str:
+    if low and name in low:
+        return f"*{low[name]}"
     if name in ("b_ptr", "out_ptr") and bf16_weight:  # out_ptr: _kf_split's bf16 pair
         return "*bf16"
     if name.endswith("_ptr") or re.fullmatch(r"[tb]\d+", name):
@@ -43,7 +51,19 @@ def arg_type(name: str, bf16_weight: bool) -> str:
     return "i32"
 
 
-def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[str, str]]:
+def low_pointers(params: list[str], src: str, source: str, dtype: str) -> dict[str, str]:
+    """A low-precision program's pointers of its dtype, by name (see --dtype)."""
+    if not dtype:
+        return {}
+    out = re.search(r"return (b\d+)", source)
+    names = [p for p in params if re.fullmatch(r"t\d+", p) or (out and p == out.group(1))]
+    names += ["b_ptr"] + ([] if "float32 value stored" in src else ["a_ptr"])
+    return dict.fromkeys(names, LOW[dtype])
+
+
+def compile_all(
+    path: str, arch: int, constexprs: dict[str, Any], dtype: str = ""
+) -> list[tuple[str, str]]:
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -68,12 +88,13 @@ def compile_all(path: str, arch: int, constexprs: dict[str, Any]) -> list[tuple[
             consts["BLOCK_N"] = max(1, consts["BLOCK_N"] // consts["POOL_W"])  # GEMM tile stays
         shapes = {**CONSTEXPRS, **consts}
         b_kn = "b_desc.load([k0," in fn.src
+        low = low_pointers(params, fn.src, source, dtype)
         signature = {
             p: "constexpr"
             if p in CONSTEXPRS
-            else desc_type(p, bf16, b_kn, shapes)
+            else desc_type(p, bf16, b_kn, shapes, low)
             if p.endswith("_desc")
-            else arg_type(p, bf16)
+            else arg_type(p, bf16, low)
             for p in params
         }
         try:
@@ -94,10 +115,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("candidate")
     parser.add_argument("--arch", type=int, default=90)
     parser.add_argument("--set", action="append", default=[], help="NAME=VALUE constexpr")
+    parser.add_argument("--dtype", default="", choices=["", *LOW], help="the program's dtype")
     args = parser.parse_args(argv)
     consts = {k: (v == "True" if v in ("True", "False") else int(v))
               for k, v in (s.split("=") for s in args.set)}  # fmt: skip
-    results = compile_all(args.candidate, args.arch, consts)
+    results = compile_all(args.candidate, args.arch, consts, args.dtype)
     for name, status in results:
         print(f"{name}: {status}")
     return 0 if results and all(s.startswith("ok") for _, s in results) else 1

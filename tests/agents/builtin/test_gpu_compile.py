@@ -20,7 +20,7 @@ from tests.conftest import PROBLEMS, ROOT
 LEVEL2, _ = find_problems(PROBLEMS / "level2")
 
 
-def compile_for_h100(problem, policy: str, tmp_path: Path, genome=None) -> str:
+def compile_for_h100(problem, policy: str, tmp_path: Path, genome=None, dtype: str = "") -> str:
     agent, platform = BuiltinAgent(), get_platform("cuda-triton")
     if genome is None:
         (draft,) = agent.propose(Context(problem, platform, policy))
@@ -31,7 +31,8 @@ def compile_for_h100(problem, policy: str, tmp_path: Path, genome=None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
     out = subprocess.run(
-        [sys.executable, "-m", "tests.agents.builtin.aot", str(path), "--arch", "90"],
+        [sys.executable, "-m", "tests.agents.builtin.aot", str(path), "--arch", "90",
+         *(["--dtype", dtype] if dtype else [])],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
