@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -64,6 +65,9 @@ def main() -> int:
     ap.add_argument("--policy", default="loose")
     ap.add_argument("--platform", default="cuda-triton")
     ap.add_argument("--max-minutes", type=float, default=None, help="time-box the search")
+    ap.add_argument(
+        "--stop-after", type=float, default=None, help="seconds: then the search is stopped"
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -86,7 +90,16 @@ def main() -> int:
     started = time.time()
     env = {**os.environ, "KFORGE_CACHE_DIR": cache}
     with open(out / f"search-{tag}.log", "w") as log:
-        code = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        try:
+            code = proc.wait(timeout=args.stop_after)
+        except subprocess.TimeoutExpired:  # stopped from outside: what it stored counts
+            proc.send_signal(signal.SIGINT)  # as Ctrl-C: the CLI stops and keeps its data
+            try:
+                code = proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = proc.wait()
     wall = time.time() - started
     stop.set()
     sampler.join()
@@ -146,6 +159,45 @@ def _summarize(db: Path, wall: float, samples: list, workers: int, per_gpu: int 
             for name, total in sorted(phases.items(), key=lambda kv: -kv[1])
         },
         "best_speedup": {name: round(s, 3) for name, s in best},
+        "steady": _steady(con, ids, max(len(used), 1)),
+    }
+
+
+def _steady(con, ids: list, gpus: int) -> dict:
+    """Steady state: the evaluations that ended after every problem's first one had (the
+    first of a problem pays for its reference and baselines), per GPU-minute of that window;
+    the mean seconds per phase of those evaluations; the timing lane's busy fraction (the
+    summed "time" phase over the window and GPUs: the exclusive device lock is held then)."""
+    marks = ",".join("?" * len(ids)) or "''"
+    rows = con.execute(
+        f"SELECT problem_id, epoch(created_at), duration_s, phases FROM evaluations "
+        f"WHERE run_id IN ({marks}) ORDER BY created_at",
+        ids,
+    ).fetchall()
+    if not rows:
+        return {}
+    firsts: dict[str, float] = {}
+    for problem, ended, _, _ in rows:
+        firsts.setdefault(problem, ended)
+    start, end = max(firsts.values()), rows[-1][1]
+    later = [r for r in rows if r[1] > start]
+    window = max(end - start, 1e-9)
+    phases: dict[str, float] = {}
+    for *_, text in later:
+        for name, seconds in json.loads(text or "{}").items():
+            phases[name] = phases.get(name, 0.0) + seconds
+    n = max(len(later), 1)
+    return {
+        "window_s": round(window, 1),
+        "evaluations": len(later),
+        "evaluations_per_gpu_minute": round(len(later) / (window / 60 * gpus), 2),
+        "timing_lane_busy_fraction": round(
+            sum(v for k, v in phases.items() if k.startswith("time")) / (window * gpus), 3
+        ),
+        "mean_duration_s": round(sum(r[2] or 0.0 for r in later) / n, 2),
+        "seconds_per_evaluation_by_phase": {
+            k: round(v / n, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])
+        },
     }
 
 

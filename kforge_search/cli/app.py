@@ -197,4 +197,11 @@ _register()
 
 
 def main() -> None:
+    import os
+
+    from kforge_search.paths import pycache_dir
+
+    # the processes this command starts (Ray's workers, evaluators' children) share compiled
+    # bytecode: where the interpreter's packages ship without it, each would compile torch
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir()))
     app()

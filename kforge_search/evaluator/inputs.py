@@ -93,9 +93,33 @@ def shifted(value: Any) -> Any:
 EDGE_KINDS = (wide_range, shifted)
 
 
+def on_device(device: str) -> Any:
+    """A context in which torch's factory calls (torch.randn, torch.zeros, ...) make their
+    tensors on `device`, an accelerator's; on the CPU nothing changes. The problem's
+    get_inputs() and Model(*get_init_inputs()) run in it: drawn on the CPU, a published-size
+    input cost seconds per trial and process (a 4096 x 4096 randn ~0.35 s on the H100 host)."""
+    import torch
+
+    return torch.device(device) if device != "cpu" else contextlib.nullcontext()
+
+
+def drawn(make: Any, device: str, seed: int) -> Any:
+    """`make()` seeded, its factory calls on `device` (on_device); where it cannot run
+    there (it calls .numpy() on what it drew, say), seeded again and on the CPU: the same
+    in every process, so the reference and the candidate still see the same values."""
+    seed_everything(seed)
+    if device == "cpu":
+        return make()
+    try:
+        with on_device(device):
+            return make()
+    except Exception:
+        seed_everything(seed)
+        return make()
+
+
 def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
-    seed_everything(job.trial_seed(trial))
-    inputs = list(module.get_inputs())
+    inputs = list(drawn(module.get_inputs, job.device, job.trial_seed(trial)))
     if trial >= job.first_wide_trial:
         kind = EDGE_KINDS[(trial - job.first_wide_trial) % len(EDGE_KINDS)]
         inputs = [kind(x) for x in inputs]
@@ -118,10 +142,5 @@ def timing_inputs(module: Any, job: Job, run: int, draw: int | None = None) -> l
     there: fresh inputs come before every timed run, and a 1024x8192 randn on the CPU plus
     its copy took ~60 ms each, 3 s of a 10 s evaluation on the H100. The oracle draws the
     same way, so its outputs are those of the candidate's timed runs."""
-    import torch
-
-    seed_everything(job.timing_seed(run) if draw is None else draw_seed(draw, run))
-    on_device = torch.device(job.device) if job.device != "cpu" else contextlib.nullcontext()
-    with on_device:
-        inputs = list(module.get_inputs())
-    return list(to_device(inputs, job.device))
+    seed = job.timing_seed(run) if draw is None else draw_seed(draw, run)
+    return list(to_device(list(drawn(module.get_inputs, job.device, seed)), job.device))

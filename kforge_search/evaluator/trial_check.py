@@ -20,7 +20,7 @@ from typing import Any
 from kforge_search.evaluator.oracle import Oracle, OracleError
 from kforge_search.evaluator.policy import NumericPolicy
 from kforge_search.evaluator.result import Mismatch
-from kforge_search.evaluator.verify import Comparison, compare_outputs, merge
+from kforge_search.evaluator.verify import Comparison, compare_outputs, merge, placed
 
 
 def load(path: Path) -> Any:
@@ -50,6 +50,7 @@ class TrialCheck:
     policy: NumericPolicy
     oracle: Callable[[], Oracle] | None = None  # a streamed reference's
     float64: bool = False  # a streamed reference's trials have float64 outputs
+    device: str | None = None  # where the comparisons run (verify.placed; None: the CPU)
     parts: list[Comparison] = field(default_factory=list)
     _streaming: Oracle | None = None
 
@@ -71,12 +72,15 @@ class TrialCheck:
         if pos != len(self.parts) or pos >= len(self.ids):
             raise OracleError(f"trial {pos} came out of turn ({len(self.parts)} compared)")
         expected, row = self.reference(pos)
+        buffers = [self.buffers[pos]] if pos < len(self.buffers) else None
+        mine = (list(expected), row, buffers, theirs["outputs"], theirs["buffers"])
+        expected, row, buffers, outputs, changed = placed(mine, self.device)
         found = compare_outputs(
             [list(expected)],
-            [theirs["outputs"]],
+            [outputs],
             self.policy,
-            [self.buffers[pos]] if pos < len(self.buffers) else None,
-            [theirs["buffers"]],
+            buffers,
+            [changed],
             exact=[list(row)] if row is not None else None,
             trial_ids=[self.ids[pos]],
             wide=self.wide,

@@ -110,9 +110,13 @@ def same_values(a: Any, b: Any) -> bool:
 
 
 def build_model(cls: type, module: Any, job: Job) -> Any:
-    job_inputs.seed_everything(job.seed)
-    init_inputs = module.get_init_inputs()
-    return cls(*init_inputs).to(job.device)
+    """cls(*get_init_inputs()) on the job's device, its parameters drawn there (the
+    reference's and every candidate's alike: inputs.on_device)."""
+
+    def make() -> Any:
+        return cls(*module.get_init_inputs())
+
+    return job_inputs.drawn(make, job.device, job.seed).to(job.device)
 
 
 def poison_free_memory(device: str) -> None:
@@ -948,6 +952,9 @@ def main(argv: list[str]) -> int:
     job = Job.load(job_path)
     channel = Channel(int(fd))
     if job.mode in ("candidate", "ncu"):
+        # the bytecode cache (PYTHONPYCACHEPREFIX) is every child's: only what was imported
+        # before a candidate's code could run (a spare's warm-up, trusted children) goes there
+        sys.dont_write_bytecode = True
         if job.device.startswith("cuda"):  # the driver opens its devices before Landlock:
             import torch  # after it, CUDA's initialization fails (error 304, on the H100)
 

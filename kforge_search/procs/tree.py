@@ -46,8 +46,53 @@ def processes() -> dict[int, Proc]:
     return found
 
 
+_WALK: list[bool] = []  # [whether the kernel has /proc/PID/task/TID/children], once known
+
+
+def _children(pid: int) -> list[int] | None:
+    """The process's children, from /proc/PID/task/*/children (None where the kernel has
+    no such file, CONFIG_PROC_CHILDREN: then every process is read)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []  # gone
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            if os.path.exists(f"/proc/{pid}/task/{task}"):
+                return None  # the thread is there, its children file is not
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _descendants_walked(root: int) -> list[int] | None:
+    """descendants by walking the children files down from `root`: a few reads per
+    process below it, not one per process on the machine (a parent watches its child's
+    memory every few milliseconds)."""
+    if _WALK and not _WALK[0]:
+        return None
+    found, todo = [], [root]
+    while todo:
+        kids = _children(todo.pop())
+        if kids is None:
+            _WALK[:] = [False]
+            return None
+        for pid in kids:
+            proc = read_proc(pid)
+            if proc is not None and proc.state != "Z":
+                found.append(pid)
+            todo.append(pid)
+    return found
+
+
 def descendants(root: int, procs: dict[int, Proc] | None = None) -> list[int]:
     """Living (not zombie) processes below `root`, by parentage."""
+    if procs is None and (walked := _descendants_walked(root)) is not None:
+        return walked
     procs = processes() if procs is None else procs
     children: dict[int, list[int]] = {}
     for proc in procs.values():
