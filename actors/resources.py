@@ -87,6 +87,28 @@ def evaluator_options(
     return {"num_cpus": per_actor, "num_gpus": 0, "resources": demands}
 
 
+CPUS_PER_ACTOR = 2  # a sharing actor's parent (compares) and its candidate's child (builds)
+MOST_PER_GPU = 8
+
+
+def pool_size(
+    platform: Platform, total: Mapping[str, float], workers: int | None, per_gpu: int | None
+) -> tuple[int, int]:
+    """(actors, actors per GPU) of a platform's evaluator pool where the user named neither:
+    on GPUs, as many actors share each GPU as the node's cores keep busy building and
+    verifying (CPUS_PER_ACTOR each, at most MOST_PER_GPU; the H100 machine's 16 cores: 8),
+    one pool over every GPU of the cluster; on CPUs one actor (its timed runs take the
+    machine's cores: they run alone)."""
+    if not dict(platform.ray_resources).get("GPU"):
+        return workers or 1, per_gpu or 1
+    device = device_resource(platform)
+    gpus = int(total.get(device, 0.0) if device in total else total.get("GPU", 0.0))
+    if per_gpu is None:
+        cpus = total.get("CPU", 1.0) / max(gpus, 1)
+        per_gpu = max(1, min(MOST_PER_GPU, int(cpus // CPUS_PER_ACTOR)))
+    return workers or max(1, gpus) * per_gpu, per_gpu
+
+
 def writer_options(total: Mapping[str, float]) -> dict[str, Any]:
     """The writer actor runs where the cluster put `kforge_writer` (the head, next to the
     database file), or anywhere on a cluster without it (a local `ray.init()`)."""

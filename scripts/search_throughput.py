@@ -56,8 +56,8 @@ def _problems(prefixes: list[str]) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--per-gpu", type=int, default=1, help="evaluator actors sharing a GPU")
+    ap.add_argument("--workers", type=int, default=0, help="0: the search's default")
+    ap.add_argument("--per-gpu", type=int, default=0, help="actors sharing a GPU; 0: default")
     ap.add_argument("--problems", nargs="+", default=list(DEFAULT))
     ap.add_argument("--lineages", type=int, default=1)
     ap.add_argument("--generations", type=int, default=2)
@@ -71,12 +71,13 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    tag = f"w{args.workers}" + (f"g{args.per_gpu}" if args.per_gpu > 1 else "")
+    tag = f"w{args.workers or 'auto'}" + (f"g{args.per_gpu}" if args.per_gpu > 1 else "")
     db = out / f"search-{tag}.duckdb"
     cache = tempfile.mkdtemp(prefix=f"kforge-cache-{tag}-")
     cmd = [sys.executable, "-m", "kforge_search", "search", *_problems(args.problems)]
-    cmd += ["--platform", args.platform, "--workers", str(args.workers), "--db", str(db)]
-    cmd += ["--per-gpu", str(args.per_gpu)]
+    cmd += ["--platform", args.platform, "--db", str(db)]
+    cmd += ["--workers", str(args.workers)] if args.workers else []
+    cmd += ["--per-gpu", str(args.per_gpu)] if args.per_gpu else []
     cmd += ["--lineages", str(args.lineages), "--generations", str(args.generations)]
     cmd += ["--policy", args.policy, "--no-profile"]
     if args.sizes:
@@ -119,6 +120,11 @@ def _summarize(db: Path, wall: float, samples: list, workers: int, per_gpu: int 
     ).fetchall()
     ids = [r[0] for r in runs]
     marks = ",".join("?" * len(ids)) or "''"
+    if not workers and ids:  # the search's own pool sizes, as its run recorded them
+        (config,) = con.execute("SELECT config FROM runs WHERE id = ?", [ids[0]]).fetchone()
+        pool = next(iter(json.loads(config).get("evaluators", {}).values()), {})
+        workers, per_gpu = pool.get("actors", 1), pool.get("per_gpu", 1)
+    workers, per_gpu = workers or 1, per_gpu or 1
     evals, busy = con.execute(
         f"SELECT count(*), sum(duration_s) FROM evaluations WHERE run_id IN ({marks})", ids
     ).fetchone()

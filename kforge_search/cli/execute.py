@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import typer
@@ -204,7 +204,8 @@ def _run_record(kind: str, config: str) -> Any:
 
 
 def execute(
-    plan: Plan, *, db: str, address: str | None, workers: int, per_gpu: int = 1,
+    plan: Plan, *, db: str, address: str | None, workers: int | None = None,
+    per_gpu: int | None = None,
     fmt: str = "table",
 ) -> None:  # fmt: skip
     """Run the plan; `fmt` (cli/output.py): the summary as a table, or as json or csv on
@@ -215,6 +216,7 @@ def execute(
 
     from kforge_search.actors.lineage import RemoteLineage
     from kforge_search.actors.pool import EvaluatorPool
+    from kforge_search.actors.resources import pool_size
     from kforge_search.actors.writer import (
         BatchedWriter,
         Heartbeat,
@@ -265,7 +267,11 @@ def execute(
             **vars(config),
         }
         for plat in plats:
-            pools[plat.name] = EvaluatorPool(plat, workers, plan.eval_config, per_gpu=per_gpu)
+            size, sharing = pool_size(plat, ray.cluster_resources(), workers, per_gpu)
+            # oracles (reference children kept per problem) by the actors sharing a device
+            evaluation = replace(plan.eval_config, max_oracles=max(2, 16 // sharing))
+            pools[plat.name] = EvaluatorPool(plat, size, evaluation, per_gpu=sharing)
+            settings.setdefault("evaluators", {})[plat.name] = {"actors": size, "per_gpu": sharing}
             pools[plat.name].wait_ready()
         # a problem whose reference cannot run on any platform is left out, with the reason
         not_runnable = _not_runnable(pools, probs)

@@ -201,15 +201,22 @@ def search_cmd(
         ),
     ] = None,
     policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
-    workers: Annotated[int, typer.Option(help="evaluator actors per platform")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            help="evaluator actors per platform (default: GPU platforms, every GPU of the "
+            "cluster x --per-gpu; CPU platforms, 1)"
+        ),
+    ] = None,
     per_gpu: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--per-gpu",
             help="GPU platforms: evaluator actors sharing one GPU (they build and verify "
-            "side by side and time one at a time)",
+            "side by side and time one at a time; default: the node's CPUs / 2 per GPU, "
+            "at most 8)",
         ),
-    ] = 1,
+    ] = None,
     db: DbOpt = DEFAULT_DB,
     sizes: Annotated[
         str | None, typer.Option("--sizes", help="a named size set of the problems (e.g. ci)")

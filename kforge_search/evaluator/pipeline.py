@@ -72,7 +72,6 @@ def _default_keep_mb() -> int:
 
 
 SPARE_READY_S = 30.0  # a spare still warming up when a candidate is to be timed: it goes
-MAX_ORACLES = 4  # live oracles (reference children kept to check timed runs) per evaluator
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
 
 
@@ -100,6 +99,7 @@ class EvalConfig:
     check_unseen: bool = True  # also verify at the problem's "unseen" size set
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
+    max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
     profile: bool = False  # profile verified candidates (advice for the agents, not reward)
     ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
     profile_timeout_s: float = 180.0
@@ -118,6 +118,8 @@ class EvalConfig:
         get_policy(self.policy)
         if self.trials < 5:
             raise ValueError(f"trials={self.trials}: verification needs at least 5 trials")
+        if self.max_oracles < 1:
+            raise ValueError(f"max_oracles={self.max_oracles}: need >= 1")
         if self.timed_runs < 1 or self.warmup < 0:
             raise ValueError(f"timed_runs={self.timed_runs}, warmup={self.warmup}: need >= 1, >= 0")
         unknown = set(self.baselines) - set(peers.MODES)
@@ -449,7 +451,7 @@ class Evaluator:
         if (old := self._oracles.pop(key, None)) is not None:
             old.close()
         self._oracles[key] = oracle
-        while len(self._oracles) > MAX_ORACLES:
+        while len(self._oracles) > self.config.max_oracles:
             self._oracles.popitem(last=False)[1].close()
 
     def _oracle(self, problem: Problem, platform: Platform) -> Oracle:

@@ -71,3 +71,18 @@ def test_gpu_actors_can_share_a_gpu():
         evaluator_options(CUDA, 3, laptop, laptop, per_gpu=2)
     with pytest.raises(ValueError, match="per_gpu=0"):
         evaluator_options(CUDA, 1, laptop, laptop, per_gpu=0)
+
+
+def test_pool_size_keeps_the_cores_of_each_gpu_busy_unless_told():
+    from kforge_search.actors.resources import pool_size
+
+    h100 = {"CPU": 16.0, "GPU": 1.0}  # the H100 machine: 8 actors share its GPU
+    assert pool_size(CUDA, h100, None, None) == (8, 8)
+    two = {"CPU": 32.0, "GPU": 2.0, "kforge_gpu": 2.0}
+    assert pool_size(CUDA, two, None, None) == (16, 8)
+    assert pool_size(CUDA, {"CPU": 4.0, "GPU": 2.0}, None, None) == (2, 1)  # few cores
+    assert pool_size(CUDA, {"CPU": 400.0, "GPU": 4.0}, None, None) == (32, 8)  # at most 8
+    assert pool_size(CUDA, h100, 3, None) == (3, 8)  # what the user names stands
+    assert pool_size(CUDA, h100, None, 2) == (2, 2)
+    assert pool_size(CPU, {"CPU": 2.0}, None, None) == (1, 1)  # CPU platforms: one actor
+    assert pool_size(CPU, {"CPU": 2.0}, 2, None) == (2, 1)
