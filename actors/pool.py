@@ -173,6 +173,10 @@ class EvaluatorPool:
         for outcome in self.map(asked):
             yield outcome.request.key, outcome.result
 
+    def evaluations(self) -> PoolEvaluations:
+        """This pool as a search's `Evaluations` (submit, poll, capacity)."""
+        return PoolEvaluations(self)
+
     def _collect(self, ref: ray.ObjectRef) -> EvalOutcome | None:
         run = self._running.pop(ref)
         try:
@@ -275,11 +279,31 @@ class EvaluatorPool:
         self.shutdown()
 
 
+class PoolEvaluations:
+    """An `EvaluatorPool` as `search.evaluations.Evaluations`: requests with `key`, `source`
+    and `problem` (a search's `Request`s) go to the pool's queue, `poll` returns
+    `(key, result)` pairs as they end; `capacity` is the pool's size."""
+
+    def __init__(self, pool: EvaluatorPool):
+        self.pool = pool
+
+    @property
+    def capacity(self) -> int:
+        return self.pool.size
+
+    def submit(self, request: Any) -> None:
+        self.pool.submit(EvalRequest(request.key, request.source, request.problem))
+
+    def poll(self, timeout: float | None = None) -> list[tuple[str, EvalResult]]:
+        return [(o.request.key, o.result) for o in self.pool.poll(timeout)]
+
+
 __all__ = [
     "MAX_ATTEMPTS",
     "REFERENCE_STAGE",
     "EvalOutcome",
     "EvalRequest",
     "EvaluatorPool",
+    "PoolEvaluations",
     "ResourceError",
 ]

@@ -227,7 +227,7 @@ def execute(
     from kforge_search.cli.common import fail
     from kforge_search.search.engine import Search
     from kforge_search.search.lineage import Lineage
-    from kforge_search.search.resume import replaying
+    from kforge_search.search.resume import Replaying
 
     probs, plats, config, budget = plan.problems, plan.platforms, plan.config, plan.budget
     resumed = plan.resumed
@@ -292,9 +292,9 @@ def execute(
         if not probs:  # the run is recorded, with the reasons, and failed
             ray.get(writer.actor.finish_run.remote(run.id, "failed"))
             fail(f"run {run.id}: no problem could be searched, no reference runs", code=1)
-        evaluate = {name: pool.evaluate_many for name, pool in pools.items()}
+        evaluate = {name: pool.evaluations() for name, pool in pools.items()}
         if resumed is not None:
-            evaluate = {n: replaying(e, n, resumed) for n, e in evaluate.items()}
+            evaluate = {n: Replaying(e, n, resumed) for n, e in evaluate.items()}
         progress = Progress(out)
         calls = _Calls()
 

@@ -1,17 +1,24 @@
-"""The search loop: lineages per (problem, platform), grown a generation at a time.
+"""The search loop: lineages per (problem, platform), grown without a generation barrier.
 
-Each generation every live lineage proposes (LLM lineages side by side) and the drafts of a
-platform are evaluated as the proposals arrive (its `evaluate_many`: a Ray evaluator pool in
-a search; generation.py), each lineage's step charged to the budget (evaluations, every LLM
-call) and reported as soon as its results are in. Each agent is told the evaluations the
-search has left for its lineage. Between generations the
-lineages of each (problem, platform) are judged: the strongest fork (a new lineage starts
-from its best member), the weakest retire (`lineages.plan_lineages`). Every lineage is
-offered the best verified kernels of the same problem on the other platforms as references
-(live cross-platform transfer). The budget is checked before each generation, and the
-search stops with the reason. A lineage that has no verified kernel after its functional-pass
-budget (`functional_passes` steps) gives up and retires. No Ray here (actors/ and the CLI
-bring it).
+Steady-state evolution: a lineage proposes its next draft as soon as its last result is in
+(search/steps.py), while other lineages' steps are still proposing or evaluating. Each
+platform keeps `in_flight_per_evaluator` steps in flight per evaluator (its `Evaluations`:
+a Ray evaluator pool in a search, an in-process `evaluate_many` otherwise), the least
+advanced idle lineage first, so the evaluators always have the next draft queued and the
+proposals are made from the latest results. Each step is charged to the budget
+(evaluations, every LLM call) and reported as soon as its results are in; each agent is
+told the evaluations the search has left for its lineage. Selection reads the population as
+results arrive: each time the lineages of a (problem, platform) have together taken as many
+new steps as the group has live lineages (a generation's worth), the group is judged: the
+strongest fork (a new lineage starts from its best member; a lineage with a step in flight
+forks when its result is in), the weakest retire (`lineages.plan_lineages`; a retired
+lineage's step in flight is still recorded, it proposes no more). Every lineage is offered
+the best verified kernels of the same problem here and on the other platforms as references
+(live cross-platform transfer). `generations` is each lineage's number of steps (a fork
+goes on from its parent's count). The budget is checked before each step, and the search
+stops with the reason once the steps in flight are in. A lineage that has no verified
+kernel after its functional-pass budget (`functional_passes` steps) gives up and retires;
+one whose agent raised retires. No Ray here (actors/ and the CLI bring it).
 """
 
 from __future__ import annotations
@@ -23,26 +30,31 @@ from kforge_search.agents.base import Agent, Draft, Reference
 from kforge_search.evaluator.result import EvalResult
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
-from kforge_search.search.budget import Budget, BudgetTracker
-from kforge_search.search.generation import EvaluateMany, run_generation
+from kforge_search.search.budget import Budget, BudgetTracker, Exhausted, StopReason
+from kforge_search.search.evaluations import EvaluateMany, Evaluations, as_evaluations
 from kforge_search.search.lineage import FUNCTIONAL, Lineage, Step
 from kforge_search.search.lineages import lineage_scores, plan_lineages
 from kforge_search.search.population import Member, references_for, verified
+from kforge_search.search.steps import MAX_PROPOSING, Stepper
 
 
 @dataclass(frozen=True)
 class SearchConfig:
     lineages: int = 2  # per (problem, platform) at the start
-    generations: int = 3
-    drafts_per_step: int = 1  # evaluations a lineage asks for per generation
+    generations: int = 3  # steps (evaluation rounds) per lineage; a fork goes on from its
+    # parent's count
+    drafts_per_step: int = 1  # evaluations a lineage asks for per step
     policy: str = "strict"
     seed: int = 0
-    fork: int = 1  # lineages forked per (problem, platform) and generation
+    fork: int = 1  # lineages forked per (problem, platform) and judgement
     retire: int = 1  # lineages retired likewise
     min_alive: int = 1
     max_alive: int = 4
-    judge_after: int = 1  # generations a lineage lives before it can be forked or retired
+    judge_after: int = 1  # steps a lineage takes before it can be forked or retired
     functional_passes: int = 5  # steps a lineage may take to a verified kernel, else it gives up
+    in_flight_per_evaluator: int = 2  # steps in flight (proposing or evaluating) per
+    # evaluator of a platform: the next draft is queued when one ends. Raise it for LLM
+    # agents, whose proposals take longer than an evaluation
 
     def __post_init__(self) -> None:
         for name in (
@@ -51,6 +63,7 @@ class SearchConfig:
             "drafts_per_step",
             "max_alive",
             "functional_passes",
+            "in_flight_per_evaluator",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)}: needs >= 1")
@@ -58,7 +71,7 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class SearchResult:
-    generations: int  # generations run
+    generations: int  # the most steps any lineage took (a fork counts its parent's)
     stop: str  # why it stopped: "generations" or the budget's message
     best: dict[tuple[str, str], Member]  # (problem id, platform) -> best verified member
     members: tuple[Member, ...]
@@ -71,6 +84,11 @@ class SearchResult:
 
 
 OnStep = Callable[[Lineage, Step], None]
+Group = tuple[str, str]  # (problem id, platform name)
+
+
+def _group(lineage: Lineage) -> Group:
+    return lineage.problem.id, lineage.platform.name
 
 
 class Search:
@@ -79,7 +97,7 @@ class Search:
         problems: Sequence[Problem],
         platforms: Sequence[Platform],
         agent: Agent | Sequence[Agent],
-        evaluate_many: Mapping[str, EvaluateMany],
+        evaluate_many: Mapping[str, EvaluateMany | Evaluations],
         config: SearchConfig,
         budget: Budget,
         on_step: OnStep | None = None,
@@ -87,11 +105,13 @@ class Search:
         references: Mapping[str, Sequence[Reference]] | None = None,
         make_lineage: Callable[..., Lineage] = Lineage,
     ):
-        """`seeds`: drafts each new lineage of (problem id, platform) evaluates first;
-        `references`: kernels offered to every lineage of a problem id (e.g. another
-        platform's best from the database) besides the search's own live ones;
-        `make_lineage`: Lineage's signature, e.g. actors.lineage.RemoteLineage (a lineage in
-        its own actor process)."""
+        """`evaluate_many`: per platform name, its `Evaluations` (e.g.
+        actors.pool.PoolEvaluations) or a blocking `evaluate_many` (evaluated in batches,
+        `evaluations.Batched`); `seeds`: drafts each new lineage of (problem id, platform)
+        evaluates first; `references`: kernels offered to every lineage of a problem id
+        (e.g. another platform's best from the database) besides the search's own live
+        ones; `make_lineage`: Lineage's signature, e.g. actors.lineage.RemoteLineage (a
+        lineage in its own actor process)."""
         missing = [p.name for p in platforms if p.name not in evaluate_many]
         if missing:
             raise ValueError(f"no evaluator for platform(s) {missing}")
@@ -101,7 +121,8 @@ class Search:
             tuple(agent) if isinstance(agent, list | tuple) else (agent,)  # type: ignore[arg-type]
         )
         self.problems, self.platforms = problems, platforms
-        self.evaluate_many, self.config = evaluate_many, config
+        self.evaluations = {name: as_evaluations(e) for name, e in evaluate_many.items()}
+        self.config = config
         self.tracker = BudgetTracker(budget)
         self.on_step = on_step
         self.make_lineage = make_lineage
@@ -118,7 +139,13 @@ class Search:
         self.forked: list[str] = []
         self.gave_up: list[str] = []
         self.agent_errors: list[tuple[str, str]] = []  # (lineage id, what its agent raised)
-        self.known: dict[str, EvalResult] = {}  # every result, by generation.result_key
+        self.known: dict[str, EvalResult] = {}  # every result, by steps.result_key
+        self.stepper = Stepper(self.evaluations, self.known, self._stepped, MAX_PROPOSING)
+        self._since_judged: dict[Group, int] = {}  # steps recorded since the group's judgement
+        self._fork_due: set[str] = set()  # judged to fork while a step was in flight
+        self._started: dict[str, int] = {}  # lineage id -> when its last step started
+        self._starts = 0  # steps started
+        self._refused = ""  # why the last step the budget refused was refused
 
     def _lineage(
         self, problem: Problem, platform: Platform, n: int, agent: Agent | None = None
@@ -140,19 +167,17 @@ class Search:
         return [m for lineage in self.lineages for m in lineage.members]
 
     def run(self) -> SearchResult:
-        done, stop = 0, "generations"
-        while done < self.config.generations:
-            if (out := self.tracker.exhausted()) is not None:
-                stop = out.message
-                break
-            self.generation(done)
-            done += 1
+        with self.stepper:
+            self._fill()
+            while self.stepper.active:
+                self.stepper.wait()
+                self._fill()
         best: dict[tuple[str, str], Member] = {}
         for m in verified(self.members()):
             best.setdefault((m.problem_id, m.platform), m)
         return SearchResult(
-            done,
-            stop,
+            max((lin.generation for lin in self.lineages), default=0),
+            self._refused or "generations",
             best,
             tuple(self.members()),
             tuple(lin.lineage_id for lin in self.retired),
@@ -161,58 +186,107 @@ class Search:
             tuple(self.agent_errors),
         )
 
-    def generation(self, index: int) -> None:
-        cfg = self.config
-        left = self.tracker.budget.max_candidates
-        for platform in self.platforms:
-            group = [lin for lin in self.alive if lin.platform.name == platform.name]
-            if left is not None:  # never propose past the candidate budget
-                room = left - self.tracker.usage().candidates
-                group = group[: max(0, room // cfg.drafts_per_step)]
-            if not group:
-                continue
-            refs = {lin.lineage_id: self._references(lin) for lin in group}
-            told = {lin.lineage_id: self._remaining(lin, index) for lin in group}
-            run_generation(
-                group,
-                self.evaluate_many[platform.name],
-                cfg.drafts_per_step,
-                refs,
-                self.known,
-                remaining=told,
-                on_step=self._stepped,
+    def _fill(self) -> None:
+        """Start steps while a platform has room in flight and the budget allows."""
+        self._refused = ""
+        while (lineage := self._next()) is not None:
+            if refused := self._budget_refuses():
+                self._refused = refused
+                return
+            self._starts += 1
+            self._started[lineage.lineage_id] = self._starts
+            self.stepper.start(
+                lineage,
+                self.config.drafts_per_step,
+                self._references(lineage),
+                self._remaining(lineage),
             )
-        if index + 1 >= cfg.judge_after:
-            self._judge()
+
+    def _next(self) -> Lineage | None:
+        """The live, idle lineage with steps left on a platform with room: the least
+        advanced first, then the one that started its last step longest ago."""
+        cfg = self.config
+        room = {
+            name: e.capacity * cfg.in_flight_per_evaluator - self.stepper.in_flight(name)
+            for name, e in self.evaluations.items()
+        }
+        ready = [
+            lin
+            for lin in self.alive
+            if room[lin.platform.name] > 0
+            and lin.generation < cfg.generations
+            and not self.stepper.busy(lin)
+        ]
+        return min(
+            ready,
+            key=lambda lin: (lin.generation, self._started.get(lin.lineage_id, -1)),
+            default=None,
+        )
+
+    def _held(self) -> int:
+        """Evaluations the steps in flight may still run (a proposal in writing may ask for
+        `drafts_per_step`)."""
+        return self.stepper.evaluating + self.stepper.proposing * self.config.drafts_per_step
+
+    def _budget_refuses(self) -> str:
+        """Why the budget allows no further step ("" when it does)."""
+        if (out := self.tracker.exhausted()) is not None:
+            return out.message
+        most = self.tracker.budget.max_candidates
+        used, ask = self.tracker.usage().candidates, self.config.drafts_per_step
+        if most is not None and used + self._held() + ask > most:
+            message = Exhausted(StopReason.CANDIDATES, used, most).message
+            return message if used >= most else f"{message} (a step asks for {ask})"
+        return ""
 
     def _stepped(self, lineage: Lineage, step: Step) -> None:
-        """One lineage's step is in (the others of its generation may still be running)."""
+        """One lineage's step is in (others may still be proposing or evaluating)."""
         self.tracker.add_candidates(step.reused.count(False))
         for call in step.llm_calls:  # every LLM call of the step, failed ones too
             self.tracker.add_llm(call.tokens_in + call.tokens_out, call.cost_usd)
         if self.on_step is not None:
             self.on_step(lineage, step)
         cfg = self.config
+        alive = lineage in self.alive  # a retired lineage's last step is recorded, no more
         if step.agent_error:  # the agent raised: asking it again would raise again
+            self.agent_errors.append((lineage.lineage_id, step.agent_error))
+            self._retire(lineage)
+        elif (
+            alive
+            and lineage.pass_kind == FUNCTIONAL
+            and lineage.generation >= cfg.functional_passes
+        ):
+            self._retire(lineage)  # its functional-pass budget is spent
+            self.gave_up.append(lineage.lineage_id)
+        if lineage.lineage_id in self._fork_due:  # judged strong while its step was out
+            self._fork_due.discard(lineage.lineage_id)
+            group = [lin for lin in self.alive if _group(lin) == _group(lineage)]
+            room = len(group) < cfg.max_alive and lineage.generation < cfg.generations
+            if lineage in self.alive and room:
+                self.alive.append(self._fork(lineage))
+        key = _group(lineage)
+        self._since_judged[key] = self._since_judged.get(key, 0) + 1
+        live = sum(1 for lin in self.alive if _group(lin) == key)
+        if self._since_judged[key] >= max(1, live):  # a generation's worth of new steps
+            self._since_judged[key] = 0
+            self._judge(key)
+
+    def _retire(self, lineage: Lineage) -> None:
+        if lineage in self.alive:
             self.alive.remove(lineage)
             self.retired.append(lineage)
-            self.agent_errors.append((lineage.lineage_id, step.agent_error))
-        elif lineage.pass_kind == FUNCTIONAL and lineage.generation >= cfg.functional_passes:
-            self.alive.remove(lineage)  # its functional-pass budget is spent
-            self.retired.append(lineage)
-            self.gave_up.append(lineage.lineage_id)
+        self._fork_due.discard(lineage.lineage_id)
 
-    def _remaining(self, lineage: Lineage, index: int) -> int:
-        """The evaluations the search has left for a lineage at generation `index`: its
-        generations (its functional passes, before it verifies), within the candidate
-        budget."""
+    def _remaining(self, lineage: Lineage) -> int:
+        """The evaluations the search has left for a lineage: its steps (its functional
+        passes, before it verifies), within the candidate budget."""
         cfg = self.config
-        steps = cfg.generations - index
+        steps = cfg.generations - lineage.generation
         if lineage.pass_kind == FUNCTIONAL:
             steps = min(steps, cfg.functional_passes - lineage.generation)
         left = steps * cfg.drafts_per_step
         if (most := self.tracker.budget.max_candidates) is not None:
-            left = min(left, most - self.tracker.usage().candidates)
+            left = min(left, most - self.tracker.usage().candidates - self._held())
         return max(1, left)
 
     def _references(self, lineage: Lineage) -> tuple[Reference, ...]:
@@ -245,27 +319,32 @@ class Search:
             )
         return live + tuple(self.given_refs.get(lineage.problem.id, ()))
 
-    def _judge(self) -> None:
+    def _judge(self, key: Group) -> None:
+        """Fork the strongest and retire the weakest lineages of one (problem, platform)
+        that are old enough; a lineage with a step in flight forks when it is in."""
         cfg = self.config
-        groups: dict[tuple[str, str], list[Lineage]] = {}
-        for lin in self.alive:
-            if lin.generation >= cfg.judge_after:
-                groups.setdefault((lin.problem.id, lin.platform.name), []).append(lin)
-        for group in groups.values():
-            by_id = {lin.lineage_id: lin for lin in group}
-            scores = lineage_scores(m for lin in group for m in lin.members)
-            plan = plan_lineages(
-                scores,
-                fork=cfg.fork,
-                retire=cfg.retire,
-                min_alive=cfg.min_alive,
-                max_alive=cfg.max_alive,
-            )
-            for lineage_id in plan.retire:
-                lin = by_id[lineage_id]
-                self.alive.remove(lin)
-                self.retired.append(lin)
-            for lineage_id in plan.fork:
+        group = [
+            lin for lin in self.alive if _group(lin) == key and lin.generation >= cfg.judge_after
+        ]
+        if not group:
+            return
+        by_id = {lin.lineage_id: lin for lin in group}
+        scores = lineage_scores(m for lin in group for m in lin.members)
+        plan = plan_lineages(
+            scores,
+            fork=cfg.fork,
+            retire=cfg.retire,
+            min_alive=cfg.min_alive,
+            max_alive=cfg.max_alive,
+        )
+        for lineage_id in plan.retire:
+            self._retire(by_id[lineage_id])
+        for lineage_id in plan.fork:
+            if by_id[lineage_id].generation >= cfg.generations:
+                continue  # its fork would have no step left
+            if self.stepper.busy(by_id[lineage_id]):
+                self._fork_due.add(lineage_id)
+            else:
                 self.alive.append(self._fork(by_id[lineage_id]))
 
     def _fork(self, parent: Lineage) -> Lineage:

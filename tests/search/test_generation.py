@@ -53,3 +53,29 @@ def test_sequential_evaluation_in_this_process():
     (step,) = run_generation([lineage], sequential(Evaluator(CONFIG), CPP), budget=1)
     (member,) = step.members
     assert member.verified and member.problem_id == CLAMP.id and step.proposed == 1
+
+
+@pytest.mark.usefixtures("ray_cluster")
+def test_a_search_steps_through_the_pool_without_a_barrier():
+    from kforge_search.search.budget import Budget
+    from kforge_search.search.engine import Search, SearchConfig
+
+    steps = []
+    with EvaluatorPool(CPP, 2, CONFIG) as pool:
+        pool.wait_ready()
+        evaluations = pool.evaluations()
+        assert evaluations.capacity == 2 and evaluations.poll(0) == []  # nothing pending
+        config = SearchConfig(lineages=2, generations=2, fork=0, retire=0)
+        search = Search(
+            [CLAMP, GEMM], [CPP], BuiltinAgent(), {CPP.name: evaluations}, config,
+            Budget(max_candidates=20), on_step=lambda lin, step: steps.append(step),
+        )  # fmt: skip
+        result = search.run()
+        assert pool.pending == 0
+    assert result.stop == "generations" and result.generations == 2
+    assert all(lin.generation == 2 for lin in search.lineages)
+    assert len(steps) == 8 and all(m.status is Status.OK for s in steps for m in s.members)
+    # the two lineages of a problem start from the same seed genome: evaluated once, shared
+    assert sum(s.reused.count(False) for s in steps) == len(
+        {m.candidate_id for s in steps for m in s.members}
+    )

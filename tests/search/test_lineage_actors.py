@@ -20,7 +20,10 @@ PROBLEM = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
 
 
 def _search(make_lineage, evaluate_many, on_step=None) -> Search:
-    config = SearchConfig(lineages=2, generations=3, max_alive=3)
+    # one step in flight at a time: lineage actors propose in threads, and with several
+    # steps in flight the order their proposals end in (and so what the search does next)
+    # would be the threads'; one at a time, both searches take the same steps
+    config = SearchConfig(lineages=2, generations=3, max_alive=3, in_flight_per_evaluator=1)
     return Search(
         [PROBLEM], [CPP], BuiltinAgent(), {CPP.name: evaluate_many}, config,
         Budget(max_candidates=6), on_step=on_step, make_lineage=make_lineage,
