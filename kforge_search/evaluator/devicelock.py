@@ -39,14 +39,18 @@ def device_key(device: str) -> str:
     return device.replace(":", "-")
 
 
+def lock_folder() -> Path:
+    """Where the lock files are: $KFORGE_LOCK_DIR, else <tmp>/kforge-locks (an evaluator
+    passes it to its children: a spare takes the lock too, standby.py)."""
+    return Path(os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "kforge-locks")
+
+
 class DeviceLock:
     """One evaluator's hold on one device: `hold(exclusive)` waits and then holds it in that
     mode (releasing any other mode first); `release()` lets go."""
 
     def __init__(self, key: str, folder: Path | None = None):
-        folder = folder or Path(
-            os.environ.get(LOCK_DIR_ENV) or Path(tempfile.gettempdir()) / "kforge-locks"
-        )
+        folder = folder or lock_folder()
         folder.mkdir(parents=True, exist_ok=True)
         self.key = key
         self._intent = os.open(folder / f"{key}.intent", os.O_RDWR | os.O_CREAT, 0o666)

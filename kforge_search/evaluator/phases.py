@@ -61,6 +61,9 @@ def profiled(mode: Callable[[Any, Any], None], job: Any, channel: Any, folder: s
     send = channel.send
 
     def dump_then_send(event_type: str, /, **fields: Any) -> None:
+        if event_type == "burst":  # its wall clock is the parent's (timed_check.py): no dump
+            send(event_type, **fields)  # inside it (the next event's dump comes first)
+            return
         prof.disable()  # the parent may kill this process at any event: stats first
         try:  # whole files only: a kill mid-write leaves the previous one
             prof.dump_stats(f"{path}.tmp")

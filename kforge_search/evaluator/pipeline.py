@@ -22,7 +22,7 @@ from kforge_search.evaluator import baselines as noise
 from kforge_search.evaluator import footprint, ncu, peers, timed_check
 from kforge_search.evaluator.baselines import BaselineCache, cache_key
 from kforge_search.evaluator.buffers import buffers_path
-from kforge_search.evaluator.devicelock import DeviceLock, device_key
+from kforge_search.evaluator.devicelock import LOCK_DIR_ENV, DeviceLock, device_key, lock_folder
 from kforge_search.evaluator.exact import Numerics, exact_path
 from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
@@ -71,7 +71,6 @@ def _default_keep_mb() -> int:
     return int(CACHED_SHARE * footprint.machine_bytes() / 2**20)
 
 
-SPARE_READY_S = 30.0  # a spare still warming up when a candidate is to be timed: it goes
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
 
 
@@ -364,6 +363,7 @@ class Evaluator:
             "TRITON_CACHE_DIR": str(cache_dir() / "triton"),
             # bytecode shared by every child (a candidate's child writes none: worker.main)
             "PYTHONPYCACHEPREFIX": str(pycache_dir()),
+            LOCK_DIR_ENV: str(lock_folder()),  # a spare holds the device lock too (standby.py)
         }
         spares = self.config.spare_child and not prefix
         lock = self._lock(job.device)  # shared, but exclusive while timing (devicelock.py)
@@ -524,10 +524,15 @@ class Evaluator:
         key = cache_key(problem, platform.name, ref.device_name, ref.torch_version, self.config)
         found = {k: b for k in kinds if (b := self._baselines.get(key, k))}
         missing = tuple(k for k in kinds if k not in found)
-        if missing:
-            for baseline in self._run_baselines(problem, platform, missing, ref):
-                self._baselines.put(key, baseline)  # a noisy one: in memory only (baselines.py)
-                found[baseline.kind] = baseline
+        if missing:  # measured once per node: another evaluator needing them waits, then reads
+            with self._stored.computing(f"baselines|{key}|{','.join(missing)}"):
+                found.update({k: b for k in missing if (b := self._baselines.get(key, k))})
+                missing = tuple(k for k in kinds if k not in found)
+                for baseline in (
+                    self._run_baselines(problem, platform, missing, ref) if missing else ()
+                ):
+                    self._baselines.put(key, baseline)  # a noisy one: in memory (baselines.py)
+                    found[baseline.kind] = baseline
         return tuple(found[k] for k in kinds if k in found)
 
     def _run_baselines(
@@ -543,10 +548,8 @@ class Evaluator:
                         skip_trials=ref.numerics.dropped)  # fmt: skip
         lock = self._lock(job.device)  # held shared by _child
 
-        def alone(exclusive: bool) -> None:  # the timed runs alone on the device
-            if exclusive:
-                self._spares.wait_ready(SPARE_READY_S)
-            lock.hold(exclusive=exclusive)
+        def alone(exclusive: bool) -> None:  # the timed runs alone on the device (a spare
+            lock.hold(exclusive=exclusive)  # warming up holds the lock shared: standby.py)
 
         try:
             with self._child(job, work, platform) as child:
@@ -883,8 +886,9 @@ class Evaluator:
                             mismatch=comparison.mismatch, output_tail=output_tail(child)
                         ),
                     )
-                self._spares.wait_ready(SPARE_READY_S)  # see spare.py
-                lock.hold(exclusive=True)  # no other evaluator's work on the device
+                # no other evaluator's work on the device, nor a spare's warm-up (standby.py);
+                # the shared hold is let go while waiting: the child is idle until "time"
+                lock.hold(exclusive=True)
                 draw = timed_check.draw()  # only now: after the candidate is loaded
                 child.send(f"time {draw}")
             elif kind == "timing":

@@ -11,8 +11,27 @@ import tempfile
 
 
 def warm_up(device: str) -> None:
-    """A spare's start-up (evaluator/spare.py): what every job of this device would load."""
-    import torch
+    """A spare's start-up (evaluator/spare.py): what every job of this device would load.
+    What touches the device runs under the device lock, held shared (devicelock.py): never
+    beside another evaluator's timed runs. On a GPU that is its CUDA context and a first
+    allocation; the imports before run on the host's other cores. On the CPU the whole
+    warm-up is the device's work."""
+    from kforge_search.evaluator.devicelock import holding
+
+    on_cpu = not device.startswith("cuda")
+    with holding(device, exclusive=False) if on_cpu else contextlib.nullcontext():
+        _imports()
+    if not on_cpu:
+        import torch
+
+        with holding(device, exclusive=False), contextlib.suppress(Exception):
+            torch.cuda.init()
+            with torch.device(device):  # a factory call under a device context, as every job
+                torch.empty(1)  # draws its inputs (inputs.on_device): ~3.5 s of imports, once
+
+
+def _imports() -> None:
+    import torch  # noqa: F401
 
     for name in ("torch.utils.cpp_extension", "triton", "triton.language"):
         with contextlib.suppress(Exception):
@@ -21,11 +40,6 @@ def warm_up(device: str) -> None:
         from triton.runtime.cache import triton_key  # for its cache keys (~0.5 s on the H100
 
         triton_key()  # host), at its first kernel's compile: here, off the job's clock
-    if device.startswith("cuda"):
-        with contextlib.suppress(Exception):
-            torch.cuda.init()
-            with torch.device(device):  # a factory call under a device context, as every job
-                torch.empty(1)  # draws its inputs (inputs.on_device): ~3.5 s of imports, once
 
 
 def standby(device: str, fd: int) -> str:
