@@ -77,3 +77,13 @@ def test_record_eval_result_writes_one_batch(tmp_path):
         assert again.evaluation_id == recorded.evaluation_id and again.report.total_inserted == 0
         row = writer.reader().query("SELECT verified, score FROM kernels").rows
     assert row == ((True, pytest.approx(2.0)),)
+
+
+def test_every_precision_an_agent_can_emit_is_stored():
+    """A genome's GEMM precision (agents/builtin/genome.py) and an LLM draft's are
+    evaluation rows' precisions: a search stopped at the first bf16x3 result when the store
+    did not know it."""
+    from kforge_search.agents.builtin.genome import PRECISIONS as GENOME
+    from kforge_search.store.records import PRECISIONS as STORED
+
+    assert set(GENOME) <= set(STORED)
