@@ -58,11 +58,19 @@ class DeviceLock:
         self.mode = ""  # "", "shared" or "exclusive"
         self._since = 0.0
 
-    def hold(self, exclusive: bool) -> None:
+    def hold(self, exclusive: bool, queue: bool = True) -> None:
+        """`queue`: behind any writer already waiting (writer-preferring); a shared hold
+        without it waits only for a timing in progress, not for one that waits (a spare's
+        warm-up: its evaluator holds the lock shared while it waits for the spare, and a
+        waiting writer waits for that evaluator: queued, the three would wait forever)."""
         mode = "exclusive" if exclusive else "shared"
         if self.mode == mode:
             return
         self.release()
+        if not queue and not exclusive:
+            fcntl.flock(self._device, fcntl.LOCK_SH)
+            self.mode, self._since = mode, time.time()
+            return
         fcntl.flock(self._intent, fcntl.LOCK_EX)  # behind any writer already waiting
         try:
             fcntl.flock(self._device, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
@@ -88,13 +96,13 @@ class DeviceLock:
 
 
 @contextlib.contextmanager
-def holding(device: str, exclusive: bool) -> Iterator[DeviceLock]:
+def holding(device: str, exclusive: bool, queue: bool = True) -> Iterator[DeviceLock]:
     """This process's own hold on a torch device's lock, for work done in-process (the
     bench's screening times genomes here, not in an evaluator's child). Not inside an
     evaluation of this process: its evaluator holds the same lock through another file."""
     lock = DeviceLock(device_key(device))
     try:
-        lock.hold(exclusive)
+        lock.hold(exclusive, queue)
         yield lock
     finally:
         lock.close()

@@ -99,6 +99,9 @@ class EvalConfig:
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
+    # references read from, and stored to, the node's disk (reference_store.py); off: each
+    # evaluator runs its own
+    share_references: bool = True
     profile: bool = False  # profile verified candidates (advice for the agents, not reward)
     ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
     profile_timeout_s: float = 180.0
@@ -417,7 +420,8 @@ class Evaluator:
             return self._references[key]
         kept: Oracle | None = None
         with self._stored.computing(self._stored_key(key)):  # the node's evaluators: once
-            reference = self._stored.load(self._stored_key(key))
+            shared = self.config.share_references
+            reference = self._stored.load(self._stored_key(key)) if shared else None
             if reference is None:  # its oracle starts when a candidate's timed runs ask
                 work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
                 try:
@@ -425,7 +429,8 @@ class Evaluator:
                 finally:
                     if kept is None:
                         shutil.rmtree(work, ignore_errors=True)
-                self._stored.save(self._stored_key(key), reference)
+                if shared:
+                    self._stored.save(self._stored_key(key), reference)
         self._references[key] = reference
         # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
         # than CACHED_SHARE of the machine: a large problem's reference goes with it

@@ -19,12 +19,14 @@ def warm_up(device: str) -> None:
     from kforge_search.evaluator.devicelock import holding
 
     on_cpu = not device.startswith("cuda")
-    with holding(device, exclusive=False) if on_cpu else contextlib.nullcontext():
+    # not queued behind a waiting timing (devicelock.DeviceLock.hold): this spare's evaluator
+    # may hold the lock shared while it waits for the spare, and the timing waits for it
+    with holding(device, False, queue=False) if on_cpu else contextlib.nullcontext():
         _imports()
     if not on_cpu:
         import torch
 
-        with holding(device, exclusive=False), contextlib.suppress(Exception):
+        with holding(device, False, queue=False), contextlib.suppress(Exception):
             torch.cuda.init()
             with torch.device(device):  # a factory call under a device context, as every job
                 torch.empty(1)  # draws its inputs (inputs.on_device): ~3.5 s of imports, once

@@ -111,3 +111,25 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     holds = [line.split() for line in journal.read_text().splitlines()]
     modes = [mode for h, mode, *_ in holds if h.startswith(f"{os.getpid()}:")]  # no spare's
     assert modes == ["shared", "shared", "exclusive", "shared"]  # reference; baseline child
+
+
+def test_a_spare_does_not_queue_behind_a_waiting_timing(tmp_path):
+    """An evaluator holds the lock shared while its child (a spare still warming up) starts;
+    a timing waits for that evaluator; the spare's hold must not wait for the timing's
+    intent, or the three wait for each other (seen on the H100: 'start' 60-100 s)."""
+    evaluator, timing, spare = (DeviceLock("dev", tmp_path) for _ in range(3))
+    evaluator.hold(exclusive=False)
+    timed = threading.Thread(target=timing.hold, args=(True,))
+    timed.start()
+    time.sleep(0.2)  # the timing now holds the intent and waits for the evaluator
+    queued = threading.Thread(target=DeviceLock("dev", tmp_path).hold, args=(False,), daemon=True)
+    queued.start()
+    queued.join(0.5)
+    assert queued.is_alive()  # a queued reader waits behind the timing ...
+    spare.hold(False, queue=False)  # ... the spare's does not (this returns at once)
+    assert spare.mode == "shared" and timed.is_alive()
+    spare.release()
+    evaluator.release()
+    timed.join(5)
+    assert not timed.is_alive() and timing.mode == "exclusive"
+    timing.release()

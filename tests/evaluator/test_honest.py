@@ -79,7 +79,7 @@ def test_harness_profiling_writes_each_childs_stats(tmp_path, monkeypatch):
     import pstats
 
     monkeypatch.setenv("KFORGE_PROFILE_WORKER", str(tmp_path))
-    evaluator = Evaluator(EvalConfig(baselines=()))
+    evaluator = Evaluator(EvalConfig(baselines=(), share_references=False))  # its own: run
     result = evaluator.evaluate(
         EXAMPLES / "cpu_cpp/gemm_bias_relu.py",
         resolve_problem("level2/01_gemm_bias_relu", size_set="ci"),
