@@ -8,6 +8,7 @@ retry, so a candidate that kills its evaluator is retried once, not forever.
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import ray
@@ -33,16 +34,21 @@ class EvaluatorActor:
 
     def check_reference(self, problem: Problem, platform_name: str) -> str:
         """Run the problem's reference here (and at its unseen sizes, when candidates are
-        verified there too): "" when it runs (its outputs kept for the candidates), else why
-        not (it raised or exceeded a limit of the evaluator)."""
+        verified there too), then its baselines: "" when it runs (its outputs kept for the
+        candidates, the baselines cached for every evaluator of the node), else why not (it
+        raised or exceeded a limit of the evaluator)."""
         platform = get_platform(platform_name)
         wanted = [problem]
         unseen = "unseen" in dict(problem.size_sets) and problem.size_set != "unseen"
         if unseen and self._evaluator.config.check_unseen:  # as Evaluator._unseen decides
             wanted.append(problem.resized("unseen"))
         try:
-            for one in wanted:
-                self._evaluator.reference(one, platform)
+            refs = [self._evaluator.reference(one, platform) for one in wanted]
         except ProblemError as exc:
             return str(exc)
+        # its baselines too, before any candidate: measured in a search, a problem's
+        # torch.compile baselines compiled for minutes under the device lock's shared hold,
+        # and every actor's timing waited (H100, 8 actors: a candidate's timing 255 s)
+        with contextlib.suppress(Exception):  # not the problem's: a search measures them later
+            self._evaluator.baselines(problem, platform, refs[0])
         return ""

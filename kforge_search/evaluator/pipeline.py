@@ -296,6 +296,7 @@ class Evaluator:
         self._spares = Spares()
         self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
         self._device_ok: bool | None = None  # this process can compare on its accelerator
+        self._lane_wait = 0.0  # the candidate's wait for the exclusive lock (its phase)
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
@@ -662,7 +663,10 @@ class Evaluator:
                     lambda: self._oracle(problem, platform),
                     (lambda: self._oracle(unseen[0], platform)) if unseen else None,
                 )
-            clock.extend(child.phases())
+            # the wait for the timing lane (the device lock, exclusive) is its own phase
+            waited, self._lane_wait = self._lane_wait, 0.0
+            clock.extend((n, s - waited if n == "verify" else s) for n, s in child.phases())
+            clock.add("lane_wait", waited)
         finally:
             shutil.rmtree(work, ignore_errors=True)
             self._free_device_memory()
@@ -893,7 +897,9 @@ class Evaluator:
                     )
                 # no other evaluator's work on the device, nor a spare's warm-up (standby.py);
                 # the shared hold is let go while waiting: the child is idle until "time"
+                waited = time.monotonic()
                 lock.hold(exclusive=True)
+                self._lane_wait = time.monotonic() - waited  # in the child's verify stage
                 draw = timed_check.draw()  # only now: after the candidate is loaded
                 child.send(f"time {draw}")
             elif kind == "timing":
