@@ -136,14 +136,18 @@ def search_cmd(
         typer.Option(help="steps a lineage may take to a verified kernel before it gives up"),
     ] = 5,
     generations: Annotated[
-        int | None, typer.Option(help="generations at most (default 3; with --resume: the run's)")
+        int | None,
+        typer.Option(
+            help="steps (evaluations) per lineage at most; lineages step on as their results "
+            "come in, without waiting for each other (default 3; with --resume: the run's)"
+        ),
     ] = None,
     max_candidates: Annotated[
         int | None, typer.Option(help="stop after this many evaluations")
     ] = None,
     max_minutes: Annotated[
         float | None,
-        typer.Option(help="stop after this much wall clock (checked between generations)"),
+        typer.Option(help="stop after this much wall clock (checked before each step)"),
     ] = None,
     max_gpu_minutes: Annotated[
         float | None,
