@@ -133,3 +133,27 @@ def test_a_spare_does_not_queue_behind_a_waiting_timing(tmp_path):
     timed.join(5)
     assert not timed.is_alive() and timing.mode == "exclusive"
     timing.release()
+
+
+def test_the_wait_for_the_timing_lane_is_a_phase_of_its_own(tmp_path, monkeypatch):
+    """Another holder keeps the device busy (shared) past the candidate's verification: the
+    candidate's wait for the exclusive lock is reported as `lane_wait`, not as verify."""
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    platform = get_platform("cpu-triton")
+    evaluator = Evaluator(EvalConfig(baselines=(), check_unseen=False))
+    other = DeviceLock(device_key("cpu"))
+    try:
+        evaluator.reference(problem, platform)  # before: only the candidate's time counts
+        other.hold(exclusive=False)
+        threading.Timer(15.0, other.release).start()
+        started = time.monotonic()
+        result = evaluator.evaluate(EXAMPLES / "triton/elementwise_chain.py", problem, platform)
+        busy = 15.0 - (time.monotonic() - started - result.duration_s)  # the holder's share
+    finally:
+        evaluator.close()
+        other.close()
+    assert result.status is Status.OK, result.message
+    phases = dict(result.phases)
+    assert phases.get("lane_wait", 0.0) >= 1.0, phases
+    assert phases["lane_wait"] <= busy + 0.5 and phases["verify"] < 15.0 - 1.0, phases
