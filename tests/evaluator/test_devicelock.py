@@ -157,3 +157,26 @@ def test_the_wait_for_the_timing_lane_is_a_phase_of_its_own(tmp_path, monkeypatc
     phases = dict(result.phases)
     assert phases.get("lane_wait", 0.0) >= 1.0, phases
     assert phases["lane_wait"] <= busy + 0.5 and phases["verify"] < 15.0 - 1.0, phases
+
+
+def test_each_gpu_is_a_timing_lane_of_its_own(tmp_path, monkeypatch):
+    """N GPUs on a node: an evaluator actor sees its GPU as cuda:0 (Ray sets
+    CUDA_VISIBLE_DEVICES per actor), and the lock is that GPU's: timings on two GPUs go on at
+    once, two on one GPU wait for each other."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    first = device_key("cuda")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    second = device_key("cuda")
+    assert first != second
+    on_one, on_other, same = (DeviceLock(k, tmp_path) for k in (first, second, second))
+    on_one.hold(exclusive=True)
+    on_other.hold(exclusive=True)  # another GPU's lane: at once
+    waiting = threading.Thread(target=same.hold, args=(True,))
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive()  # the same GPU's lane: after the timing there
+    on_other.release()
+    waiting.join(5)
+    assert same.mode == "exclusive"
+    for lock in (on_one, on_other, same):
+        lock.close()
