@@ -110,9 +110,13 @@ def drawn(make: Any, device: str, seed: int) -> Any:
     seed_everything(seed)
     if device == "cpu":
         return make()
+    import torch
+
     try:
         with on_device(device):
             return make()
+    except torch.OutOfMemoryError:  # the device's state, not the program's: another process
+        raise  # may draw there, and its values would differ from these
     except Exception:
         seed_everything(seed)
         return make()

@@ -88,3 +88,16 @@ def test_comparison_on_the_gpu_gives_the_cpu_verdict() -> None:
             assert on_gpu.mismatch is not None
             assert on_gpu.mismatch.n_mismatched == on_cpu.mismatch.n_mismatched
             assert on_gpu.mismatch.indices == on_cpu.mismatch.indices
+
+
+def test_drawn_does_not_fall_back_when_the_device_is_full() -> None:
+    """Out of memory is the device's state at that moment: falling back to the CPU there would
+    give this process other values than a process whose draw fit."""
+
+    def full() -> torch.Tensor:
+        if torch.empty(1).device.type == "meta":
+            raise torch.OutOfMemoryError("CUDA out of memory")
+        return torch.ones(1)
+
+    with pytest.raises(torch.OutOfMemoryError):
+        inputs.drawn(full, "meta", 3)
