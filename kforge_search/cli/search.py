@@ -230,6 +230,14 @@ def search_cmd(
         typer.Option(help="join this Ray cluster (default: RAY_ADDRESS, else a local one)"),
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the search")] = 0,
+    in_flight: Annotated[
+        int,
+        typer.Option(
+            "--in-flight",
+            help="steps in flight (being proposed or evaluated) per evaluator actor: more "
+            "keeps the evaluators fed while slow agents write",
+        ),
+    ] = 2,
     lineage_actors: Annotated[
         bool,
         typer.Option(
@@ -258,6 +266,7 @@ def search_cmd(
     _check_numbers(
         lineages=(lineages, 1, True),
         functional_passes=(functional_passes, 1, True),
+        in_flight=(in_flight, 1, True),
         generations=(generations, 1, True),
         max_candidates=(max_candidates, 1, True),
         max_minutes=(max_minutes, 0, False),
@@ -291,6 +300,7 @@ def search_cmd(
             policy=policy,
             seed=seed,
             functional_passes=functional_passes,
+            in_flight_per_evaluator=in_flight,
         )
     assert problems is not None and platform is not None
     try:
