@@ -11,10 +11,11 @@ While the search runs, nvidia-smi samples every GPU's utilization twice a second
 fraction of time a kernel was running: the GPU's busy fraction). Afterwards the search's
 database gives the evaluations of the run (search steps and the winners' second
 measurement), their summed durations (the evaluator actors' busy fraction), where that
-time went (seconds per evaluation by phase: start, setup, build, verify, time, unseen, ...)
-and the best speedup per problem (over the faster of eager and torch.compile). Each
-invocation uses a fresh cache folder (baselines, Triton and C++ builds), so runs with 1
-and 2 evaluator actors do the same work. Prints a summary and writes OUTDIR/throughput.json.
+time went (seconds per evaluation by phase: start, setup, build, verify, time, unseen, ...),
+the host's CPU utilization over the run, and the best speedup per problem (over the faster
+of eager and torch.compile). Each invocation uses a fresh cache folder (baselines, Triton
+and C++ builds), so runs with 1 and 2 evaluator actors do the same work. Prints a summary
+and writes OUTDIR/throughput.json.
 """
 
 from __future__ import annotations
@@ -45,6 +46,18 @@ def _sample(stop: threading.Event, samples: list[tuple[float, int, float]]) -> N
             index, util = (x.strip() for x in line.split(","))
             samples.append((now, int(index), float(util)))
         stop.wait(0.5)
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """(busy, total) CPU time of the whole machine so far, from /proc/stat (0, 0 elsewhere):
+    the host's cores' utilization over the search (its build and verify pool)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
 
 
 def _problems(prefixes: list[str]) -> list[str]:
@@ -88,7 +101,7 @@ def main() -> int:
     stop = threading.Event()
     sampler = threading.Thread(target=_sample, args=(stop, samples), daemon=True)
     sampler.start()
-    started = time.time()
+    started, cpu_before = time.time(), _cpu_jiffies()
     env = {**os.environ, "KFORGE_CACHE_DIR": cache}
     with open(out / f"search-{tag}.log", "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -105,6 +118,8 @@ def main() -> int:
     stop.set()
     sampler.join()
     summary = _summarize(db, wall, samples, args.workers, args.per_gpu)
+    busy, total = (after - before for after, before in zip(_cpu_jiffies(), cpu_before, strict=True))
+    summary.update(cpu_utilization=round(busy / max(total, 1), 3), cpus=os.cpu_count())
     summary.update(command=" ".join(cmd[1:]), exit_code=code)
     (out / f"throughput-{tag}.json").write_text(json.dumps(summary, indent=1))
     print(json.dumps(summary, indent=1))
