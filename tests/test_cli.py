@@ -89,7 +89,10 @@ def test_bad_input_gets_a_clear_error():
         (["problems", "show", CHAIN, "--sizes", "huge"], "no size set 'huge'"),
         (["problems", "show", CHAIN, "--set", "nope=3"], "cannot override nope"),
         (["problems", "show", "nope"], "no problem 'nope'"),
-        (["search", CHAIN, "--platform", "cpu-cpp", "--in-flight", "0"], "--in-flight 0: needs >= 1"),
+        (
+            ["search", CHAIN, "--platform", "cpu-cpp", "--in-flight", "0"],
+            "--in-flight 0: needs >= 1",
+        ),
     ]
     for args, says in cases:
         result = runner.invoke(app, args)
