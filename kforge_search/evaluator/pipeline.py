@@ -422,7 +422,8 @@ class Evaluator:
         kept: Oracle | None = None
         with self._stored.computing(self._stored_key(key)):  # the node's evaluators: once
             shared = self.config.share_references
-            reference = self._stored.load(self._stored_key(key)) if shared else None
+            stored = self._stored.load(self._stored_key(key)) if shared else None
+            reference = Reference(**stored) if stored is not None else None
             if reference is None:  # its oracle starts when a candidate's timed runs ask
                 work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
                 try:

@@ -67,11 +67,9 @@ class ReferenceStore:
         finally:
             os.close(fd)  # releases the lock
 
-    def load(self, key: str) -> Any:
-        """The stored reference (pipeline.Reference), or None: none stored, or its seal does
-        not match."""
-        from kforge_search.evaluator.pipeline import Reference
-
+    def load(self, key: str) -> dict[str, Any] | None:
+        """The stored reference's fields (a pipeline.Reference's, as `save` took them), or
+        None: none stored, or its seal does not match."""
         path = self.folder / f"{self._name(key)}.pt"
         try:
             data = path.read_bytes()
@@ -88,16 +86,13 @@ class ReferenceStore:
             return None
         numerics = Numerics(**{k: _tuple_or(v) for k, v in saved["numerics"].items()})
         footprint = saved.get("footprint")
-        return Reference(
-            outputs=saved["outputs"],
-            warnings=tuple(saved["warnings"]),
-            device_name=saved["device_name"],
-            torch_version=saved["torch_version"],
-            per_call_ms=float(saved["per_call_ms"]),
-            buffers=saved["buffers"],
-            numerics=numerics,
-            footprint=Footprint.from_dict(footprint) if footprint else None,
-        )
+        return {
+            **saved,
+            "warnings": tuple(saved["warnings"]),
+            "per_call_ms": float(saved["per_call_ms"]),
+            "numerics": numerics,
+            "footprint": Footprint.from_dict(footprint) if footprint else None,
+        }
 
     def save(self, key: str, reference: Any) -> bool:
         """Stores the reference (not a streamed one, nor one over ONE_MAX_BYTES); whether it
