@@ -7,7 +7,6 @@ here in the parent. Every path ends in one frozen EvalResult.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import tempfile
@@ -21,9 +20,7 @@ from typing import Any
 from kforge_search.evaluator import baselines as noise
 from kforge_search.evaluator import footprint, ncu, peers, timed_check
 from kforge_search.evaluator.baselines import BaselineCache, cache_key
-from kforge_search.evaluator.buffers import buffers_path
 from kforge_search.evaluator.devicelock import LOCK_DIR_ENV, DeviceLock, device_key, lock_folder
-from kforge_search.evaluator.exact import Numerics, exact_path
 from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.limits import candidate_limits
@@ -39,8 +36,9 @@ from kforge_search.evaluator.outcome import (
     with_child_warning,
 )
 from kforge_search.evaluator.phases import PhaseClock
-from kforge_search.evaluator.policy import NumericPolicy, get_policy
+from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
+from kforge_search.evaluator.reference import Reference, load_tensors, memory_note, reference_of
 from kforge_search.evaluator.reference_store import ReferenceStore
 from kforge_search.evaluator.result import (
     Artifacts,
@@ -54,7 +52,7 @@ from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import excused_names, static_check
 from kforge_search.evaluator.timed_runs import timed_path
 from kforge_search.evaluator.trial_check import TrialCheck
-from kforge_search.evaluator.verify import atol_scales, compare_timed, placed, scales_of
+from kforge_search.evaluator.verify import compare_timed, placed
 from kforge_search.paths import cache_dir, pycache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem, ProblemError, source_hash
@@ -154,128 +152,6 @@ class EvalConfig:
             memory_mb=self.memory_limit_mb,
             output_bytes=self.output_limit_bytes,
         )
-
-
-@dataclass(frozen=True)
-class Streamed:
-    """What the parent keeps of a streamed reference's outputs (worker.
-    streamed_reference_trials): its trials themselves its oracle recomputes."""
-
-    float64: bool  # the oracle's trials come with float64 outputs
-    magnitudes: list[list[float]]  # per compared trial, per output (verify.scales_of)
-    dtypes: list[str]
-    output_bytes: int  # one trial's
-
-
-@dataclass(frozen=True)
-class Reference:
-    outputs: list[list[Any]]  # per compared trial (empty where `streamed`)
-    warnings: tuple[str, ...]
-    device_name: str
-    torch_version: str
-    per_call_ms: float = 0.0  # a call's wall clock: its inputs, the call, a copy (limits.py)
-    # per trial, the buffers its forward changed (training mode: BatchNorm's running stats)
-    buffers: list[dict[str, Any]] = field(default_factory=list)
-    numerics: Numerics = field(default_factory=Numerics)  # trials kept, float64 outputs
-    footprint: Footprint | None = None  # one call's, as its child measured it (footprint.py)
-    streamed: Streamed | None = None  # not held: recomputed by the oracle (trial_check.py)
-
-    @property
-    def dtypes(self) -> list[str]:
-        if self.streamed is not None:
-            return list(self.streamed.dtypes)
-        return [str(t.dtype).removeprefix("torch.") for t in self.outputs[0]]
-
-    @property
-    def output_bytes(self) -> int:
-        """One trial's outputs, in bytes."""
-        if self.streamed is not None:
-            return self.streamed.output_bytes
-        return sum(t.numel() * t.element_size() for t in self.outputs[0]) if self.outputs else 0
-
-    @functools.cached_property
-    def _scales(self) -> list[list[float]]:
-        """atol's factors per compared trial and output (verify.atol_scales): once per
-        reference, not per candidate (a pass over every trial's outputs)."""
-        n = self.numerics
-        ids = list(n.trial_ids or range(len(self.outputs)))
-        if self.streamed is None:
-            return atol_scales(self.outputs, ids, n.wide, n.plain or None)
-        return scales_of(self.streamed.magnitudes, ids, n.wide, n.plain or None)
-
-    def check(
-        self, policy: NumericPolicy, oracle: Callable[[], Oracle], device: str | None = None
-    ) -> TrialCheck:
-        """A verification against this reference, trial by trial (trial_check.py); `oracle`
-        recomputes a streamed reference's trials; `device`: where the comparisons run."""
-        n = self.numerics
-        ids = list(n.trial_ids or range(len(self.outputs)))
-        plain = n.plain or None
-        if self.streamed is None:
-            return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain,
-                              self._scales, policy, device=device)  # fmt: skip
-        return TrialCheck([], None, self.buffers, ids, n.wide, plain, self._scales, policy,
-                          oracle, self.streamed.float64, device=device)  # fmt: skip
-
-    @property
-    def buffer_names(self) -> tuple[str, ...]:
-        """Every buffer some trial's forward changed: a candidate reports these."""
-        return tuple(sorted({name for trial in self.buffers for name in trial}))
-
-    @property
-    def held_bytes(self) -> int:
-        """What this reference holds in memory: every trial's outputs, their float64 copies,
-        the buffers its forward changed."""
-        tensors = [t for trial in self.outputs for t in trial]
-        tensors += [t for trial in self.numerics.exact or [] for t in trial if t is not None]
-        tensors += [t for trial in self.buffers for t in trial.values()]
-        return sum(t.numel() * t.element_size() for t in tensors)
-
-
-def _load_tensors(path: Path) -> list[Any]:
-    import torch
-
-    try:
-        return torch.load(path, weights_only=True)
-    finally:
-        path.unlink(missing_ok=True)
-
-
-def _reference_of(
-    event: dict[str, Any], outputs_path: str, info: dict[str, Any], measured: Footprint | None
-) -> Reference:
-    """The reference its child's "reference" event and files describe."""
-    buffers = _load_tensors(Path(buffers_path(outputs_path)))
-    common = {
-        "warnings": tuple(event["warnings"]),
-        "device_name": info.get("device_name", ""),
-        "torch_version": info.get("torch_version", ""),
-        "per_call_ms": float(event.get("per_call_ms", 0.0)),
-        "buffers": buffers,
-        "footprint": measured,
-    }
-    if (streamed := event.get("streamed")) is None:
-        outputs = _load_tensors(Path(outputs_path))
-        exact = _load_tensors(Path(exact_path(outputs_path)))
-        return Reference(outputs=outputs, numerics=Numerics.from_event(event, exact, outputs),
-                         **common)  # fmt: skip
-    numerics = replace(Numerics.from_event(event, None, []),
-                       float32_error=tuple(streamed["float32_error"]))  # fmt: skip
-    kept = Streamed(bool(streamed["float64"]), streamed["magnitudes"], streamed["dtypes"],
-                    int(streamed["output_bytes"]))  # fmt: skip
-    return Reference(outputs=[], numerics=numerics, streamed=kept, **common)
-
-
-def _memory_note(child: Child, measured: Footprint | None, problem: Problem) -> str:
-    """What a reference's child killed for its memory had, needed and may do about it."""
-    assert child.exit is not None
-    if child.exit.killed != "memory":
-        return ""
-    held = f"; {measured.describe()}" if measured is not None else ""
-    return (
-        f": it reached {child.exit.peak_rss_mb:.0f} MiB, its limit {child.limits.memory_mb} MiB"
-        f"{held}; {footprint.sizes_hint(problem)}"
-    )
 
 
 def _reveal(runs: list[int], calls: list[int]) -> str:
@@ -508,7 +384,7 @@ class Evaluator:
                 elif event["type"] == "fail":
                     raise ProblemError(f"{problem.name}: {event['message']}")
                 elif event["type"] == "reference":
-                    reference = _reference_of(event, job.outputs_path, info, measured)
+                    reference = reference_of(event, job.outputs_path, info, measured)
                     # a streamed reference's trials come from its oracle: it stays
                     keep = keep or reference.streamed is not None
                     child.keep_alive = keep  # it now waits to serve as the oracle
@@ -516,7 +392,7 @@ class Evaluator:
         assert child.exit is not None
         raise ProblemError(
             f"the reference of {problem.name} failed ({describe_exit(child.exit)}"
-            f"{_memory_note(child, measured, problem)}):\n{child.exit.output[-4000:]}"
+            f"{memory_note(child, measured, problem)}):\n{child.exit.output[-4000:]}"
         )
 
     # -- baselines ------------------------------------------------------------------------
@@ -767,7 +643,7 @@ class Evaluator:
         Burst call c ran on timed run c's inputs. An oracle that died meanwhile is started
         again, once."""
         runs, calls = chosen
-        actual = _load_tensors(Path(timed_path(job.outputs_path)))
+        actual = load_tensors(Path(timed_path(job.outputs_path)))
         wanted = sorted({*runs, *calls})
         if not wanted:
             return ""
