@@ -68,7 +68,7 @@ class ReferenceStore:
             os.close(fd)  # releases the lock
 
     def load(self, key: str) -> dict[str, Any] | None:
-        """The stored reference's fields (a pipeline.Reference's, as `save` took them), or
+        """The stored reference's fields (a reference.Reference's, as `save` took them), or
         None: none stored, or its seal does not match."""
         path = self.folder / f"{self._name(key)}.pt"
         try:
