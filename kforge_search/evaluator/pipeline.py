@@ -296,9 +296,10 @@ class Evaluator:
             self._references.move_to_end(key)
             return self._references[key]
         kept: Oracle | None = None
-        with self._stored.computing(self._stored_key(key)):  # the node's evaluators: once
-            shared = self.config.share_references
-            stored = self._stored.load(self._stored_key(key)) if shared else None
+        shared = self._stored_key(key) if self.config.share_references else ""
+        # the node's evaluators compute it once (reference_store.py)
+        with self._stored.computing(shared) if shared else contextlib.nullcontext():
+            stored = self._stored.load(shared) if shared else None
             reference = Reference(**stored) if stored is not None else None
             if reference is None:  # its oracle starts when a candidate's timed runs ask
                 work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
@@ -308,7 +309,7 @@ class Evaluator:
                     if kept is None:
                         shutil.rmtree(work, ignore_errors=True)
                 if shared:
-                    self._stored.save(self._stored_key(key), reference)
+                    self._stored.save(shared, reference)
         self._references[key] = reference
         # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
         # than CACHED_SHARE of the machine: a large problem's reference goes with it
@@ -408,7 +409,7 @@ class Evaluator:
         found = {k: b for k in kinds if (b := self._baselines.get(key, k))}
         missing = tuple(k for k in kinds if k not in found)
         if missing:  # measured once per node: another evaluator needing them waits, then reads
-            with self._stored.computing(f"baselines|{key}|{','.join(missing)}"):
+            with self._stored.computing(f"baselines|{key}"):
                 found.update({k: b for k in missing if (b := self._baselines.get(key, k))})
                 missing = tuple(k for k in kinds if k not in found)
                 for baseline in (

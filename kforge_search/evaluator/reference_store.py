@@ -84,7 +84,7 @@ class ReferenceStore:
             saved = torch.load(io.BytesIO(data), weights_only=True)
         except Exception:
             return None
-        numerics = Numerics(**{k: _tuple_or(v) for k, v in saved["numerics"].items()})
+        numerics = Numerics(**saved["numerics"])
         footprint = saved.get("footprint")
         return {
             **saved,
@@ -109,7 +109,7 @@ class ReferenceStore:
             "torch_version": reference.torch_version,
             "per_call_ms": reference.per_call_ms,
             "buffers": reference.buffers,
-            "numerics": {k: list(v) if isinstance(v, tuple) else v for k, v in numerics.items()},
+            "numerics": numerics,
             "footprint": reference.footprint.as_dict() if reference.footprint else None,
         }
         buffer = io.BytesIO()
@@ -140,12 +140,3 @@ class ReferenceStore:
     def _seal(self, key: str, data: bytes) -> str:
         text = f"{self._name(key)}\0".encode() + hashlib.sha256(data).digest()
         return hmac.new(self._key, text, hashlib.sha256).hexdigest()
-
-
-def _tuple_or(value: Any) -> Any:
-    """A stored list back to the tuple Numerics holds (its exact rows stay lists)."""
-    return tuple(value) if isinstance(value, list) and not _nested(value) else value
-
-
-def _nested(value: list) -> bool:
-    return bool(value) and isinstance(value[0], list)

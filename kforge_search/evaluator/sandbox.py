@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import queue
-import select
 import signal
 import subprocess
 import sys
@@ -269,7 +268,6 @@ class Spawned:
     proc: subprocess.Popen[bytes]  # the keeper, which runs the worker (procs/keeper.py)
     read_fd: int
     token: str  # its EVAL_TOKEN
-    ready: bool = False  # a standby worker said it is warm (its "ready" line was read)
 
     def take(self, job_path: Path) -> bool:
         """Hand a waiting (standby) worker its job; False when it is gone."""
@@ -280,24 +278,6 @@ class Spawned:
             self.proc.stdin.flush()
         except OSError:
             return False
-        return True
-
-    def wait_ready(self, timeout: float) -> bool:
-        """Wait (at most `timeout` s) for a standby worker's "ready" line: its warm-up is
-        over. Reads exactly that line from the event pipe, nothing after it."""
-        if self.ready:
-            return True
-        deadline = time.monotonic() + timeout
-        line = b""
-        while not line.endswith(b"\n"):
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([self.read_fd], [], [], left)[0]:
-                return False
-            chunk = os.read(self.read_fd, 1)
-            if not chunk:  # it ended
-                return False
-            line += chunk
-        self.ready = True
         return True
 
     def kill(self) -> None:

@@ -54,12 +54,6 @@ class Spares:
         proc = spawn(["--standby", device], Path(tempfile.gettempdir()), env)
         self._spare = (_key(device, env), proc)
 
-    def wait_ready(self, timeout: float) -> None:
-        """Until the spare's warm-up is over: called before a candidate is timed, so that
-        the warm-up never runs beside timed runs. A spare not ready in `timeout` s goes."""
-        if self._spare is not None and not self._spare[1].wait_ready(timeout):
-            self.close()
-
     def pids(self) -> list[int]:
         return [self._spare[1].proc.pid] if self._spare is not None else []
 
