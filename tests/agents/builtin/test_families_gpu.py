@@ -91,6 +91,42 @@ FAMILIES = [
         "[torch.rand(2, 3, 17, 19, 23)]",
         "",
     ),
+    (
+        "groupnorm_4d",
+        "return self.norm(x)",
+        "[torch.randn(3, 12, 19, 23)]",
+        "self.norm = nn.GroupNorm(4, 12)",
+    ),
+    (
+        "batchnorm2d_train",
+        "return self.bn(x)",
+        "[torch.randn(5, 7, 13, 17)]",
+        "self.bn = nn.BatchNorm2d(7)",
+    ),
+    (
+        "softmax_fp16",
+        "return torch.softmax(x, dim=-1)",
+        "[torch.randn(37, 1031, dtype=torch.float16)]",
+        "",
+    ),
+    (
+        "gelu_chain_bf16",
+        "return F.gelu(x) * torch.sigmoid(x) + 0.5",
+        "[torch.randn(129, 515, dtype=torch.bfloat16)]",
+        "",
+    ),
+    (
+        "matmul_fp16",
+        "return torch.matmul(x, y)",
+        "[torch.randn(129, 257, dtype=torch.float16), torch.randn(257, 67, dtype=torch.float16)]",
+        "",
+    ),
+    (
+        "layernorm_bf16",
+        "return F.layer_norm(x, (1031,))",
+        "[torch.randn(33, 1031, dtype=torch.bfloat16)]",
+        "",
+    ),
 ]
 
 
