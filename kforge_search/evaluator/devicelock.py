@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -31,12 +32,22 @@ JOURNAL_ENV = "KFORGE_LOCK_JOURNAL"  # a file: each hold appended as "holder mod
 
 
 def device_key(device: str) -> str:
-    """The lock's name for a torch device string: the GPU this process sees (Ray sets
-    CUDA_VISIBLE_DEVICES per actor), or the host's CPUs."""
-    if device.startswith("cuda"):
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "_") or "none"
-        return f"cuda-{visible}-{device.partition(':')[2] or '0'}"
-    return device.replace(":", "-")
+    """The lock's name for a torch device string: the node's GPU behind it, or the host's
+    CPUs. Every process that times on one GPU takes one lock, however it names the GPU: an
+    evaluator actor sees its GPU as cuda:0 (Ray sets CUDA_VISIBLE_DEVICES per actor, e.g.
+    "3"), a process that sees every GPU uses cuda:3; both are "cuda-3". One GPU named by index
+    in one process and by UUID in another is two names (Ray and a plain shell use indices)."""
+    kind, _, index = device.partition(":")
+    if kind != "cuda":
+        return device.replace(":", "-")
+    ordinal = int(index or 0)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:  # every GPU of the node, in its own order
+        return f"cuda-{ordinal}"
+    ids = [part.strip() for part in visible.split(",") if part.strip()]
+    if ordinal >= len(ids):  # this process sees no such GPU: a name no GPU's lock has
+        return f"cuda-unseen-{ordinal}"
+    return "cuda-" + re.sub(r"[^A-Za-z0-9._-]", "_", ids[ordinal])
 
 
 def lock_folder() -> Path:

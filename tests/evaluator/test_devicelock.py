@@ -47,9 +47,9 @@ def test_work_shares_the_device_and_a_waiting_timing_goes_before_new_work(tmp_pa
 
 def test_devices_have_their_own_locks(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
-    assert device_key("cuda") == "cuda-3-0" != device_key("cpu")
+    assert device_key("cuda") == "cuda-3" != device_key("cpu")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4")
-    assert device_key("cuda") == "cuda-4-0"
+    assert device_key("cuda") == "cuda-4"
 
 
 def test_two_evaluators_never_time_beside_the_others_work(tmp_path, monkeypatch):
