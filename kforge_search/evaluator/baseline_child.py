@@ -19,15 +19,22 @@ from kforge_search.problem import exec_problem
 
 
 def run_baselines(job: Job, channel: Channel) -> None:
-    """Each kind: built (and compiled) at its precision, checked against the reference on
-    the verification trials (peers.py; not fp32 eager, the reference itself), warmed up,
-    then timed as often as the parent asks."""
+    """Every kind is first built (and compiled) at its precision, checked against the
+    reference on the verification trials (peers.py; not fp32 eager, the reference itself)
+    and warmed up, all under the parent's shared hold; then each is timed as often as the
+    parent asks, in one exclusive hold for all of them ("timed" ends it). Timed kind by kind,
+    a node's evaluators measuring baselines side by side met at every kind: each timing
+    waited for every other child's compile (H100, 8 actors: 4 rounds of up to 3 minutes)."""
     import torch
 
     clocks = capture_clocks(job.device)
     module = exec_problem(job.problem)
-    reference = torch.load(job.reference_path, weights_only=True) if job.reference_path else None
+    reference, scales = None, None
+    if job.reference_path:  # compared on the device where it fits, as the parent's verify
+        loaded = torch.load(job.reference_path, weights_only=True)
+        reference, scales = placed_reference(loaded, job.device)
     unchanged: set[str] = set()  # reduced precisions that change no output of the problem
+    ready: list[tuple[str, Any]] = []
     for kind in job.baseline_kinds:
         channel.stage(f"baseline-{kind}")
         precision = peers.split_kind(kind)[1]
@@ -37,42 +44,84 @@ def run_baselines(job: Job, channel: Channel) -> None:
             continue
         try:
             with peers.precision(precision):
-                command = time_baseline(job, module, kind, reference, clocks, channel)
-            if command == peers.SAME:
-                unchanged.add(precision)
-            elif command and command != "next":
-                return
+                fn = prepare_baseline(job, module, kind, reference, scales, channel)
         except Exception as exc:
             channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
+            continue
+        if fn == peers.SAME:
+            unchanged.add(precision)
+        elif fn is not None:
+            ready.append((kind, fn))
+    channel.stage("baseline-timed")
+    for kind, fn in ready:
+        try:
+            with peers.precision(peers.split_kind(kind)[1]):
+                command = time_baseline(job, module, kind, fn, clocks, channel)
+        except Exception as exc:
+            channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
+            continue
+        if command != "next":
+            return
+    channel.send("timed")
 
 
-def time_baseline(
-    job: Job, module: Any, kind: str, reference: Any, clocks: Clocks, channel: Channel
-) -> str:
-    """One kind, under its precision: checked, warmed up, timed while the parent says
-    "time". Returns the parent's next command, "" when the kind fails every policy, or
-    peers.SAME when its precision changes nothing here (neither is timed)."""
+def placed_reference(loaded: dict[str, Any], device: str) -> tuple[dict[str, Any], Any]:
+    """The reference the parent wrote (outputs, buffers, exact, trial_ids, wide, plain) with
+    its tensors on `device` where they fit (verify.placed), and atol's scales for it, once
+    for every kind and policy (a CPU comparison of a level-2 problem at its published size
+    took 26 s of the child's 63 on the H100's host)."""
+    from kforge_search.evaluator import verify
+
+    tensors = {k: loaded[k] for k in ("outputs", "buffers", "exact")}
+    moved = verify.placed(tensors, device if device.startswith("cuda") else None)
+    reference = {**loaded, **moved}
+    ids = list(reference["trial_ids"])
+    scales = verify.atol_scales(reference["outputs"], ids, reference["wide"],
+                                reference.get("plain"))  # fmt: skip
+    return reference, scales
+
+
+def _device_of(reference: dict[str, Any]) -> Any:
+    """Where the reference's outputs are (the kinds' outputs go there too), else the CPU."""
+    import torch
+
+    for outs in reference["outputs"]:
+        for t in outs:
+            if isinstance(t, torch.Tensor):
+                return t.device
+    return torch.device("cpu")
+
+
+def prepare_baseline(
+    job: Job, module: Any, kind: str, reference: Any, scales: Any, channel: Channel
+) -> Any:
+    """One kind, under its precision: built, compiled, checked and warmed up. Returns the
+    callable to time, None when the kind fails every policy, or peers.SAME when its
+    precision changes nothing here (neither is timed)."""
     import torch
 
     mode, precision = peers.split_kind(kind)
-    if mode == "compile":
-        torch._dynamo.reset()  # compiled afresh under this kind's settings
     model = build_model(module.Model, module, job)
+    # each kind its own model and its own compile: Dynamo's guards on the global state
+    # (the matmul precision) keep the compiled code of one kind from serving another
     fn = torch.compile(model) if mode == "compile" else model
     if reference is not None and kind != "eager":
         names = tuple(sorted({n for trial in reference["buffers"] for n in trial}))
+        where = _device_of(reference)
 
         def run_trials() -> tuple[list[list[Any]], list[dict[str, Any]]]:
+            from kforge_search.evaluator import verify
+
             outputs, states = [], []
             for trial in reference["trial_ids"]:
                 with torch.no_grad():
                     out = fn(*job_inputs.make_inputs(module, job, trial))
                 items = list(out) if isinstance(out, list | tuple) else [out]
-                outputs.append([t.detach().to("cpu").clone() for t in items])
-                states.append(model_buffers.reported(model, names))
+                outputs.append([t.detach().to(where).clone() for t in items])
+                states.append(verify.placed(model_buffers.reported(model, names), str(where)))
             return outputs, states
 
-        checks, note = peers.check_kind(run_trials, reference, precision != peers.FP32)
+        checks, note = peers.check_kind(run_trials, reference, precision != peers.FP32, scales)
         channel.send("check", kind=kind, checks=[asdict(c) for c in checks], note=note)
         if note:
             channel.send("baseline", kind=kind, ok=False, error=f"{precision} {note}")
@@ -81,10 +130,17 @@ def time_baseline(
             loose = checks[-1]
             why = f"fails every policy ({loose.policy}: {loose.mismatch}): not timed"
             channel.send("baseline", kind=kind, ok=False, error=why)
-            return ""
+            return None
     with torch.no_grad():  # compiled and warmed up before the parent's exclusive hold
         fn(*job_inputs.timing_inputs(module, job, 0))
     synchronize(job.device)
+    return fn
+
+
+def time_baseline(
+    job: Job, module: Any, kind: str, fn: Any, clocks: Clocks, channel: Channel
+) -> str:
+    """One prepared kind timed while the parent says "time"; returns its next command."""
     channel.send("warm", kind=kind)
     command = sys.stdin.readline().strip()
     while command == "time":  # "time" again: the parent saw interference in the spread

@@ -127,9 +127,12 @@ class BaselineTimer:
         self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
 
     def drive(self, child: Any, alone: Callable[[bool], None]) -> None:
-        """Events of the child (a sandbox.Child) until it ends; `alone(True)` before timed
-        runs, `alone(False)` after them."""
+        """Events of the child (a sandbox.Child) until it ends; `alone(True)` before the
+        first kind's timed runs, `alone(False)` after the last's ("timed": the child
+        prepares every kind first, baseline_child.py, and times them in one hold)."""
         while (event := child.next_event()) is not None:
+            if event["type"] == "timed":
+                alone(False)
             if event["type"] == "check":  # against the reference (peers.py), before timing
                 checks = tuple(PeerCheck(**c) for c in event["checks"])
                 self.checks[event["kind"]] = (checks, event.get("note", ""))
@@ -146,7 +149,6 @@ class BaselineTimer:
                     child.send("next")
                 else:
                     self.failed[kind] = event.get("error", "")
-                alone(False)
 
     def results(self, why_ended: str) -> list[Baseline]:
         """One baseline per kind: settled from its tries, else why it has none; with its

@@ -95,10 +95,12 @@ def check_kind(
     run_trials: Callable[[], tuple[list[list[Any]], list[dict[str, Any]]]],
     reference: dict[str, Any],
     reduced: bool,
+    scales: Sequence[Sequence[float]] | None = None,
 ) -> tuple[tuple[PeerCheck, ...], str]:
     """(checks under each policy, note) for one kind: `run_trials` gives its outputs and
     buffers on the reference's trials; `reference` is what pipeline wrote for the child
-    (outputs, buffers, exact, trial_ids, wide). A reduced kind bitwise equal to the
+    (outputs, buffers, exact, trial_ids, wide); `scales`: atol's factors for it
+    (verify.atol_scales, computed once per child). A reduced kind bitwise equal to the
     reference gets no checks and the note SAME."""
     from kforge_search.evaluator.policy import POLICIES
     from kforge_search.evaluator.verify import compare_outputs
@@ -118,6 +120,7 @@ def check_kind(
             trial_ids=reference["trial_ids"],
             wide=reference["wide"],
             plain=reference.get("plain"),
+            scales=scales,
         )
         c, m = found.correctness, found.mismatch
         why = "" if m is None else f"trial {m.trial} output {m.output_index}: {m.reason}"

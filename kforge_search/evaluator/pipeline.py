@@ -97,6 +97,9 @@ class EvalConfig:
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
+    # torch.compile's compile workers in a baseline child (TORCHINDUCTOR_COMPILE_THREADS);
+    # 0: torch's default, one per core: 8 actors sharing a GPU on 16 cores started 128
+    compile_threads: int = 0
     # references read from, and stored to, the node's disk (reference_store.py); off: each
     # evaluator runs its own
     share_references: bool = True
@@ -120,6 +123,8 @@ class EvalConfig:
             raise ValueError(f"trials={self.trials}: verification needs at least 5 trials")
         if self.max_oracles < 1:
             raise ValueError(f"max_oracles={self.max_oracles}: need >= 1")
+        if self.compile_threads < 0:
+            raise ValueError(f"compile_threads={self.compile_threads}: need >= 0 (0: torch's)")
         if self.timed_runs < 1 or self.warmup < 0:
             raise ValueError(f"timed_runs={self.timed_runs}, warmup={self.warmup}: need >= 1, >= 0")
         unknown = set(self.baselines) - set(peers.MODES)
@@ -245,6 +250,8 @@ class Evaluator:
             "PYTHONPYCACHEPREFIX": str(pycache_dir()),
             LOCK_DIR_ENV: str(lock_folder()),  # a spare holds the device lock too (standby.py)
         }
+        if job.mode == "baseline" and self.config.compile_threads > 0:
+            env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.config.compile_threads)
         spares = self.config.spare_child and not prefix
         lock = self._lock(job.device)  # shared, but exclusive while timing (devicelock.py)
         try:

@@ -129,13 +129,15 @@ def test_the_baseline_timer_asks_again_while_noisy_and_not_past_its_tries():
     loud, quiet = _timing(0.5, 1.0, 5.0), _timing(1.0, 1.05, 1.1)
     child = _FakeChild(
         [{"type": "warm", "kind": "eager"}, timed("eager", loud), timed("eager", quiet),
-         {"type": "warm", "kind": "compile"}, timed("compile", loud), timed("compile", loud)]
+         {"type": "warm", "kind": "compile"}, timed("compile", loud), timed("compile", loud),
+         {"type": "timed"}]
     )  # fmt: skip
     holds = []
     timer = BaselineTimer(("eager", "compile"), 1.5, 2)
     timer.drive(child, holds.append)
     assert child.sent == ["time", "time", "next", "time", "time", "next"]
-    assert holds == [True, False, True, False]  # exclusive only around the timed runs
+    # exclusive from the first kind's timed runs to the end of the last's: one hold
+    assert holds == [True, True, False]
     eager, compiled = timer.results("ended")
     assert eager.timing == quiet and eager.tries == 2 and not eager.noisy
     assert compiled.timing == loud and compiled.tries == 2 and compiled.noisy
@@ -168,3 +170,9 @@ def test_a_noisy_baseline_is_used_but_not_cached_and_a_clean_one_is():
     finally:
         noisy.close()
         clean.close()
+
+
+def test_compile_threads_must_not_be_negative():
+    with pytest.raises(ValueError, match="compile_threads"):
+        EvalConfig(compile_threads=-1)
+    assert EvalConfig(compile_threads=2).compile_threads == 2
