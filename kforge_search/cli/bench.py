@@ -1,7 +1,8 @@
 """`kforge bench SUITE --platform P`: the builtin agent and a small genome search per problem,
 against eager and torch.compile, each in fp32 and at the platform's reduced precision where
 the policy admits it (the speedup of record names its peer; the fp32-only speedup stands
-beside it). Registered in cli/app.py as `app.command("bench")(bench_cmd)`.
+beside it). Registered in cli/app.py as `app.command("bench")(bench_cmd)`. With
+`--search-efficiency`: cli/efficiency.py; with `--throughput`: cli/throughput.py.
 """
 
 from __future__ import annotations
@@ -251,13 +252,36 @@ def _in_parallel(problems: list[Any], run: Any, first: Any, jobs: int, finished:
             evaluator.close()
 
 
+def _refuse_with_throughput(**used: bool) -> None:
+    """The options of a bench that --throughput does not take: an error where one is given."""
+    from kforge_search.cli.common import fail
+
+    for name, given in used.items():
+        if given:
+            flag = "--" + name.replace("_", "-")
+            fail(f"{flag} is not an option of --throughput", f"leave out {flag}")
+
+
 def bench_cmd(
-    suite: Annotated[str, typer.Argument(help="a problem file or directory, or a bundled suite")],
     platform: Annotated[str, typer.Option("--platform", help="see `kforge platforms`")],
-    policy: Annotated[str, typer.Option(help="numeric policy: strict or loose")] = "strict",
+    suite: Annotated[
+        str | None,
+        typer.Argument(
+            help="a problem file or directory, or a bundled suite (--throughput: default, 8 "
+            "bundled level2 problems)"
+        ),
+    ] = None,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="numeric policy: strict or loose (default strict; --throughput: loose)"),
+    ] = None,
     budget: Annotated[
-        int, typer.Option(help="evaluations per problem: the seed and up to budget-1 mutants")
-    ] = 4,
+        int | None,
+        typer.Option(
+            help="evaluations per problem: the seed and up to budget-1 mutants (default 4; "
+            "--throughput: steps per lineage at most, default as many as --duration allows)"
+        ),
+    ] = None,
     out: Annotated[str, typer.Option(help="folder for bench.json, bench.csv, best/")] = "out/bench",
     sizes: Annotated[
         str | None, typer.Option("--sizes", help="a named size set of the problems (e.g. ci)")
@@ -295,9 +319,25 @@ def bench_cmd(
             "and torch.compile go side by side, timed runs still hold the device alone"
         ),
     ] = 1,
+    throughput: Annotated[
+        bool,
+        typer.Option(
+            "--throughput",
+            help="a search of --duration minutes instead (builtin agent, its evaluator actors): "
+            "evaluations per GPU-minute in steady state, the timing lane's busy fraction, GPU "
+            "and CPU utilization, seconds by phase, best speedups; writes OUT/throughput.json",
+        ),
+    ] = False,
+    duration: Annotated[
+        float | None, typer.Option(help="--throughput: minutes of search (default 10)")
+    ] = None,
+    lineages: Annotated[
+        int | None, typer.Option(help="--throughput: lineages per problem (default 2)")
+    ] = None,
     fmt: FormatOpt = "table",
 ) -> None:
-    """Synthesize, verify and time kernels for a suite; table, geomean and fast_p."""
+    """Synthesize, verify and time kernels for a suite; table, geomean and fast_p
+    (--throughput: the search's throughput instead)."""
     from kforge_search.agents.builtin import BuiltinAgent
     from kforge_search.cli.common import fail, parse_overrides, platform_or_fail
     from kforge_search.evaluator import EvalConfig, Evaluator
@@ -310,6 +350,27 @@ def bench_cmd(
     )
 
     check_format(fmt)
+    if throughput:
+        from kforge_search.cli.throughput import run_throughput
+
+        _refuse_with_throughput(set=bool(overrides), resume=resume, screen=bool(screen),
+                                search_efficiency=search_efficiency, jobs=jobs != 1)  # fmt: skip
+        for name, value in (("--budget", budget), ("--lineages", lineages)):
+            if value is not None and value < 1:
+                fail(f"{name} {value}: needs at least 1")
+        run_throughput(
+            suite, match, platform, policy or "loose", lineages or 2, budget, sizes, seed,
+            10.0 if duration is None else duration, out, fmt,
+        )  # fmt: skip
+        return
+    for name, value in (("--duration", duration), ("--lineages", lineages)):
+        if value is not None:
+            fail(f"{name} is an option of --throughput", f"add --throughput, or leave out {name}")
+    if suite is None:
+        fail("give a SUITE", "a bundled suite (level2), one of its problems, a file or a folder")
+    assert suite is not None
+    policy = policy or "strict"
+    budget = 4 if budget is None else budget
     log = console if fmt == "table" else err  # progress: json and csv get stdout alone
     if budget < 1:
         fail(f"--budget {budget}: needs at least 1 evaluation per problem")

@@ -1,0 +1,283 @@
+"""The figures of a throughput measurement (`kforge bench --throughput`): evaluations per
+minute and per timing lane, the timing lane's busy fraction, CPU and GPU utilization and
+seconds per evaluation by phase, over the whole run and over its steady state.
+
+Pure functions over plain records: the evaluations a search stored, the holds of the device
+lock's journal (evaluator/devicelock.py, $KFORGE_LOCK_JOURNAL) and the sampler's ticks.
+search/throughput_run.py runs the search and reads them.
+
+Steady state starts when every problem has had its first evaluation (the first one of a
+problem pays for its reference and baselines) and ends with the last evaluation. A timing
+lane is a device timed runs hold alone: one per GPU the evaluators were given, one for the
+CPUs of a host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One stored evaluation, as the throughput reads it."""
+
+    problem: str
+    ended: float  # epoch seconds: when it was stored, just after it ended
+    duration_s: float
+    phases: tuple[tuple[str, float], ...] = ()  # seconds per phase (start, build, verify, ...)
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One hold of a device lock, a line of its journal: `holder mode start end`."""
+
+    holder: str
+    mode: str  # "shared" (builds, verification) or "exclusive" (timed runs)
+    start: float  # epoch seconds
+    end: float
+
+
+@dataclass(frozen=True)
+class Tick:
+    """One sample of the machine: the CPUs' jiffies since boot (/proc/stat) and each GPU's
+    utilization in percent (nvidia-smi; empty where there is none)."""
+
+    at: float  # epoch seconds
+    cpu_busy: int
+    cpu_total: int
+    gpus: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Window:
+    """The figures over one stretch of wall clock [start, end]."""
+
+    start: float
+    end: float
+    evaluations: int
+    lanes: int
+    lane_busy: float | None  # exclusive holds of the journal / (seconds x lanes); None: none
+    timed_fraction: float  # the evaluations' "time*" phases / (seconds x lanes)
+    cpu_utilization: float | None  # the host's, 0..1; None: no ticks
+    gpu_utilization: tuple[float, ...]  # mean percent per GPU index
+    mean_duration_s: float
+    phases: tuple[tuple[str, float], ...]  # mean seconds per evaluation, largest first
+
+    @property
+    def seconds(self) -> float:
+        return self.end - self.start
+
+    @property
+    def per_minute(self) -> float:
+        return self.evaluations / (self.seconds / 60) if self.seconds > 0 else 0.0
+
+    @property
+    def per_lane_minute(self) -> float:
+        return self.per_minute / self.lanes
+
+    def as_dict(self, gpu: bool) -> dict[str, Any]:
+        """JSON fields; `gpu`: the lanes are GPUs (a per-GPU-minute figure is given)."""
+        return {
+            "window_s": round(self.seconds, 1),
+            "evaluations": self.evaluations,
+            "evaluations_per_minute": round(self.per_minute, 3),
+            "evaluations_per_gpu_minute": round(self.per_lane_minute, 3) if gpu else None,
+            "timing_lane_busy_fraction": _round(self.lane_busy, 3),
+            "timed_phase_fraction": round(self.timed_fraction, 3),
+            "cpu_utilization": _round(self.cpu_utilization, 3),
+            "gpu_utilization_mean_pct": {
+                str(i): round(u, 1) for i, u in enumerate(self.gpu_utilization)
+            },
+            "mean_duration_s": round(self.mean_duration_s, 2),
+            "seconds_per_evaluation_by_phase": {k: round(v, 2) for k, v in self.phases},
+        }
+
+
+def parse_journal(text: str) -> tuple[Hold, ...]:
+    """The holds of a lock journal; a line that is not `holder mode start end` (one cut short
+    by a kill) is skipped."""
+    holds = []
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) != 4 or parts[1] not in ("shared", "exclusive"):
+            continue
+        try:
+            holds.append(Hold(parts[0], parts[1], float(parts[2]), float(parts[3])))
+        except ValueError:
+            continue
+    return tuple(holds)
+
+
+def steady_start(evaluations: Iterable[Evaluation]) -> float | None:
+    """When the last problem's first evaluation ended (None: no evaluations)."""
+    firsts: dict[str, float] = {}
+    for e in evaluations:
+        firsts[e.problem] = min(e.ended, firsts.get(e.problem, e.ended))
+    return max(firsts.values(), default=None)
+
+
+def phase_sums(evaluations: Iterable[Evaluation]) -> dict[str, float]:
+    """Seconds per phase summed over the evaluations, the largest first."""
+    sums: dict[str, float] = {}
+    for e in evaluations:
+        for name, seconds in e.phases:
+            sums[name] = sums.get(name, 0.0) + seconds
+    return dict(sorted(sums.items(), key=lambda kv: -kv[1]))
+
+
+def lane_busy(holds: Iterable[Hold], start: float, end: float, lanes: int) -> float | None:
+    """The fraction of [start, end] x lanes that timed runs held a lane: the exclusive holds,
+    cut to the window (those of one device never overlap). None: no holds at all (no
+    journal) or an empty window."""
+    holds = list(holds)
+    if not holds or end <= start:
+        return None
+    held = sum(
+        max(0.0, min(h.end, end) - max(h.start, start)) for h in holds if h.mode == "exclusive"
+    )
+    return held / ((end - start) * lanes)
+
+
+def cpu_utilization(ticks: Sequence[Tick], start: float, end: float) -> float | None:
+    """The host's CPU utilization between the last tick at or before `start` (else the
+    first) and the first at or after `end` (else the last); None: fewer than two ticks."""
+    if len(ticks) < 2:
+        return None
+    first = max((t for t in ticks if t.at <= start), key=lambda t: t.at, default=ticks[0])
+    last = min((t for t in ticks if t.at >= end), key=lambda t: t.at, default=ticks[-1])
+    total = last.cpu_total - first.cpu_total
+    return (last.cpu_busy - first.cpu_busy) / total if total > 0 else None
+
+
+def gpu_utilization(ticks: Iterable[Tick], start: float, end: float) -> tuple[float, ...]:
+    """Each GPU's mean utilization (percent) over the ticks in [start, end]."""
+    inside = [t.gpus for t in ticks if start <= t.at <= end and t.gpus]
+    count = min((len(g) for g in inside), default=0)
+    return tuple(sum(g[i] for g in inside) / len(inside) for i in range(count))
+
+
+def window(
+    evaluations: Sequence[Evaluation],
+    holds: Sequence[Hold],
+    ticks: Sequence[Tick],
+    start: float,
+    end: float,
+    lanes: int,
+) -> Window:
+    """The figures of the evaluations that ended in (start, end]."""
+    if lanes < 1:
+        raise ValueError(f"lanes {lanes}: a window needs at least 1 timing lane")
+    inside = [e for e in evaluations if start < e.ended <= end]
+    n = max(len(inside), 1)
+    sums = phase_sums(inside)
+    seconds = end - start
+    timed = sum(v for k, v in sums.items() if k.startswith("time"))
+    return Window(
+        start=start,
+        end=end,
+        evaluations=len(inside),
+        lanes=lanes,
+        lane_busy=lane_busy(holds, start, end, lanes),
+        timed_fraction=timed / (seconds * lanes) if seconds > 0 else 0.0,
+        cpu_utilization=cpu_utilization(ticks, start, end),
+        gpu_utilization=gpu_utilization(ticks, start, end),
+        mean_duration_s=sum(e.duration_s for e in inside) / n,
+        phases=tuple((k, v / n) for k, v in sums.items()),
+    )
+
+
+def steady_window(
+    evaluations: Sequence[Evaluation], holds: Sequence[Hold], ticks: Sequence[Tick], lanes: int
+) -> Window | None:
+    """From the last problem's first evaluation to the last evaluation; None where no
+    evaluation ended after it (too short a run for a steady state)."""
+    start = steady_start(evaluations)
+    if start is None:
+        return None
+    end = max(e.ended for e in evaluations)
+    if end <= start:
+        return None
+    return window(evaluations, holds, ticks, start, end, lanes)
+
+
+@dataclass(frozen=True)
+class Best:
+    """A problem's best verified evaluation: its speedup of record (over the fastest PyTorch
+    setting that passes the policy, `peer`) and the fp32-only one."""
+
+    problem: str
+    speedup: float | None
+    peer: str | None
+    speedup_fp32: float | None
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """A throughput measurement: the search as run, its figures over the whole run and in
+    steady state, and the best kernels it found."""
+
+    platform: str
+    gpu: bool  # the timing lanes are GPUs
+    problems: tuple[str, ...]
+    actors: int  # evaluator actors
+    per_gpu: int  # actors sharing a GPU
+    cpus: int
+    command: str
+    exit_code: int
+    stopped: bool  # stopped at the duration (else the search ended by itself)
+    evaluations: int
+    verified: int
+    busy_s: float  # the evaluations' summed durations
+    whole: Window
+    steady: Window | None
+    best: tuple[Best, ...]
+    runs: tuple[tuple[str, float | None], ...] = ()  # (kind, seconds) of the search's runs
+
+    @property
+    def wall_s(self) -> float:
+        return self.whole.seconds
+
+    def as_dict(self) -> dict[str, Any]:
+        """throughput.json: the whole run's figures at the top level, `steady` beside them."""
+        whole = self.whole.as_dict(self.gpu)
+        return {
+            "platform": self.platform,
+            "problems": list(self.problems),
+            "workers": self.actors,
+            "per_gpu": self.per_gpu,
+            "lanes": self.whole.lanes,
+            "cpus": self.cpus,
+            "wall_s": round(self.wall_s, 1),
+            "stopped": self.stopped,
+            "exit_code": self.exit_code,
+            "command": self.command,
+            "runs": [{"kind": k, "seconds": s} for k, s in self.runs],
+            "evaluations": self.evaluations,
+            "verified": self.verified,
+            "evaluations_per_minute": whole["evaluations_per_minute"],
+            "evaluations_per_gpu_minute": whole["evaluations_per_gpu_minute"],
+            "evaluator_busy_fraction": round(self.busy_s / (self.wall_s * self.actors), 3)
+            if self.wall_s > 0
+            else 0.0,
+            "timing_lane_busy_fraction": whole["timing_lane_busy_fraction"],
+            "cpu_utilization": whole["cpu_utilization"],
+            "gpu_utilization_mean_pct": whole["gpu_utilization_mean_pct"],
+            "seconds_per_evaluation_by_phase": whole["seconds_per_evaluation_by_phase"],
+            "steady": self.steady.as_dict(self.gpu) if self.steady else None,
+            "best_speedup": {b.problem: _round(b.speedup, 3) for b in self.best},
+            "best": [
+                {
+                    "problem": b.problem,
+                    "speedup": _round(b.speedup, 3),
+                    "peer": b.peer,
+                    "speedup_fp32": _round(b.speedup_fp32, 3),
+                }
+                for b in self.best
+            ],
+        }
+
+
+def _round(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)

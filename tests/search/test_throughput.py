@@ -1,0 +1,224 @@
+"""The throughput figures (search/throughput.py) on hand-made evaluations, a lock journal
+written here and machine ticks; the measurement's settings; and `kforge bench --throughput`
+through the CLI: its errors, and one short real search on cpu-cpp."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from kforge_search.cli.bench import bench_cmd
+from kforge_search.search.throughput import (
+    Best,
+    Evaluation,
+    Hold,
+    Throughput,
+    Tick,
+    lane_busy,
+    parse_journal,
+    phase_sums,
+    steady_start,
+    steady_window,
+    window,
+)
+from kforge_search.search.throughput_run import ThroughputConfig, level2_problems
+
+T0 = 1_800_000_000.0  # epoch seconds
+
+
+def _eval(problem: str, ended: float, duration: float = 2.0, **phases: float) -> Evaluation:
+    return Evaluation(problem, T0 + ended, duration, tuple(phases.items()))
+
+
+# a: first at 10, b: first at 30 (b's first pays for its reference): steady from 30 on
+EVALS = (
+    _eval("a", 10.0, 10.0, start=4.0, build=5.0, time=1.0),
+    _eval("a", 20.0, 3.0, start=1.0, build=1.5, time=0.5),
+    _eval("b", 30.0, 12.0, start=4.0, baselines=7.0, time=1.0),
+    _eval("a", 40.0, 4.0, start=1.0, build=2.0, time=1.0),
+    _eval("b", 50.0, 2.0, start=1.0, verify=0.5, time=0.5),
+    _eval("b", 70.0, 3.0, start=1.5, verify=0.5, time=1.0),
+)
+
+
+def test_steady_state_starts_at_the_last_problems_first_evaluation():
+    assert steady_start(reversed(EVALS)) == T0 + 30.0  # order of the rows does not matter
+    assert steady_start(EVALS[:2]) == T0 + 10.0  # one problem: after its first
+    assert steady_start(()) is None
+    steady = steady_window(EVALS, (), (), lanes=1)
+    assert steady is not None
+    assert (steady.start, steady.end, steady.seconds) == (T0 + 30.0, T0 + 70.0, 40.0)
+    assert steady.evaluations == 3  # 40, 50, 70: b's first (at 30) is not in it
+    assert steady.per_minute == pytest.approx(3 / (40 / 60))
+    assert steady.mean_duration_s == pytest.approx((4.0 + 2.0 + 3.0) / 3)
+    assert dict(steady.phases) == pytest.approx(
+        {"start": 3.5 / 3, "build": 2.0 / 3, "time": 2.5 / 3, "verify": 1.0 / 3}
+    )
+    assert steady.timed_fraction == pytest.approx(2.5 / 40)
+    assert steady.lane_busy is None  # no journal
+
+
+def test_no_steady_state_before_an_evaluation_follows_every_problems_first():
+    only_firsts = (EVALS[0], EVALS[2])
+    assert steady_window(only_firsts, (), (), lanes=1) is None
+    assert steady_window((), (), (), lanes=1) is None
+
+
+def test_phase_sums_add_over_evaluations_largest_first():
+    sums = phase_sums(EVALS)
+    assert sums == pytest.approx(
+        {"start": 12.5, "build": 8.5, "baselines": 7.0, "time": 5.0, "verify": 1.0}
+    )
+    assert list(sums) == ["start", "build", "baselines", "time", "verify"]
+
+
+def test_lane_busy_from_a_journal_counts_exclusive_holds_cut_to_the_window(tmp_path):
+    journal = tmp_path / "locks.txt"
+    lines = [
+        f"1:1 exclusive {T0 + 25:.6f} {T0 + 35:.6f}",  # half of it before the window
+        f"1:1 shared {T0 + 35:.6f} {T0 + 60:.6f}",  # builds and verification: not timing
+        f"2:7 exclusive {T0 + 40:.6f} {T0 + 44:.6f}",
+        "2:7 exclusive 17956",  # cut short by a kill
+        f"2:7 exclusive {T0 + 65:.6f} {T0 + 80:.6f}",  # half of it after the window
+    ]
+    journal.write_text("\n".join(lines) + "\n")
+    holds = parse_journal(journal.read_text())
+    assert [h.mode for h in holds] == ["exclusive", "shared", "exclusive", "exclusive"]
+    busy = 5.0 + 4.0 + 5.0  # seconds of timed runs inside [30, 70]
+    assert lane_busy(holds, T0 + 30, T0 + 70, lanes=1) == pytest.approx(busy / 40)
+    assert lane_busy(holds, T0 + 30, T0 + 70, lanes=2) == pytest.approx(busy / 80)
+    assert lane_busy(holds, T0 + 100, T0 + 110, lanes=1) == 0.0  # quiet: held, not then
+    assert lane_busy((), T0, T0 + 10, lanes=1) is None  # no journal: unknown, not idle
+    steady = steady_window(EVALS, holds, (), lanes=1)
+    assert steady is not None and steady.lane_busy == pytest.approx(busy / 40)
+
+
+def test_cpu_and_gpu_utilization_from_ticks():
+    ticks = [
+        Tick(T0 + 0, 100, 1000, (0.0, 10.0)),
+        Tick(T0 + 30, 400, 2000, (50.0, 20.0)),  # steady state starts here
+        Tick(T0 + 50, 900, 2500, (100.0, 0.0)),
+        Tick(T0 + 70, 1000, 3000, (30.0, 30.0)),
+    ]
+    steady = window(EVALS, (), ticks, T0 + 30, T0 + 70, lanes=2)
+    assert steady.cpu_utilization == pytest.approx((1000 - 400) / (3000 - 2000))
+    assert steady.gpu_utilization == pytest.approx((60.0, 50 / 3))
+    whole = window(EVALS, (), ticks, T0, T0 + 70, lanes=2)
+    assert whole.cpu_utilization == pytest.approx(900 / 2000)
+    assert whole.evaluations == 6 and whole.per_lane_minute == pytest.approx(6 / (70 / 60) / 2)
+    assert window(EVALS, (), ticks[:1], T0, T0 + 70, lanes=1).cpu_utilization is None
+    with pytest.raises(ValueError, match="lanes 0"):
+        window(EVALS, (), ticks, T0, T0 + 70, lanes=0)
+
+
+def _throughput(gpu: bool) -> Throughput:
+    holds = (Hold("1:1", "exclusive", T0 + 40, T0 + 44),)
+    return Throughput(
+        platform="cuda-triton" if gpu else "cpu-cpp",
+        gpu=gpu,
+        problems=("a", "b"),
+        actors=2,
+        per_gpu=2,
+        cpus=16,
+        command="-m kforge_search search a b",
+        exit_code=130,
+        stopped=True,
+        evaluations=len(EVALS),
+        verified=5,
+        busy_s=sum(e.duration_s for e in EVALS),
+        whole=window(EVALS, holds, (), T0, T0 + 80, lanes=1),
+        steady=steady_window(EVALS, holds, (), lanes=1),
+        best=(Best("a", 2.5, "compile_tf32", 1.5), Best("b", None, None, None)),
+    )
+
+
+def test_throughput_json_keeps_the_scripts_fields_and_names_gpu_minutes_on_gpus_only():
+    data = json.loads(json.dumps(_throughput(gpu=True).as_dict()))
+    assert (data["wall_s"], data["evaluations"], data["workers"]) == (80.0, 6, 2)
+    assert data["evaluations_per_minute"] == pytest.approx(6 / (80 / 60), abs=1e-3)
+    assert data["evaluator_busy_fraction"] == pytest.approx(34 / (80 * 2), abs=1e-3)
+    assert data["steady"]["evaluations"] == 3
+    assert data["steady"]["evaluations_per_gpu_minute"] == pytest.approx(4.5)
+    assert data["steady"]["timing_lane_busy_fraction"] == pytest.approx(0.1)
+    assert data["best_speedup"] == {"a": 2.5, "b": None}
+    assert data["best"][0] == {"problem": "a", "speedup": 2.5, "peer": "compile_tf32",
+                               "speedup_fp32": 1.5}  # fmt: skip
+    cpu = _throughput(gpu=False).as_dict()
+    assert cpu["evaluations_per_gpu_minute"] is None
+    assert cpu["steady"]["evaluations_per_gpu_minute"] is None
+    assert cpu["steady"]["evaluations_per_minute"] == pytest.approx(4.5)
+
+
+def test_measurement_settings_are_checked(tmp_path):
+    with pytest.raises(ValueError, match="duration 0 s: needs more than 0"):
+        ThroughputConfig(tmp_path, duration_s=0)
+    with pytest.raises(ValueError, match="unknown platform 'gpu'"):
+        ThroughputConfig(tmp_path, platform="gpu")
+    with pytest.raises(ValueError, match="unknown numeric policy"):
+        ThroughputConfig(tmp_path, policy="lax")
+    with pytest.raises(ValueError, match="lineages 0"):
+        ThroughputConfig(tmp_path, lineages=0)
+    assert level2_problems(["01", "13"]) == ("level2/01_gemm_bias_relu", "level2/13_gemm_softmax")
+    with pytest.raises(ValueError, match="'99'"):
+        level2_problems(["99"])
+    config = ThroughputConfig(tmp_path, platform="cpu-cpp", sizes="ci", workers=2, tag="w2")
+    cmd = config.command()
+    assert cmd[cmd.index("--sizes") + 1] == "ci" and cmd[cmd.index("--workers") + 1] == "2"
+    assert "--per-gpu" not in cmd and config.db == tmp_path / "search-w2.duckdb"
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+    app.command("bench")(bench_cmd)
+    app.command("noop")(lambda: None)  # two commands: `bench` stays a subcommand
+    return app
+
+
+def _has_gpu() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def test_bench_throughput_bad_input_gets_a_clear_error(tmp_path):
+    out = ["--out", str(tmp_path)]
+    cases = [
+        (["--platform", "tpu", "--throughput"], "unknown platform 'tpu'"),
+        (["--platform", "cpu-cpp", "--throughput", "--duration", "0"], "--duration 0: needs"),
+        (["--platform", "cpu-cpp", "--duration", "5"], "--duration is an option of --throughput"),
+        (["--platform", "cpu-cpp", "--throughput", "--jobs", "2"], "--jobs is not an option"),
+        (["--platform", "cpu-cpp", "--throughput", "--policy", "lax"], "unknown numeric policy"),
+        (["--platform", "cpu-cpp", "--throughput", "--match", "nothing"], "no problems to search"),
+        (["--platform", "cpu-cpp", "--throughput", "--format", "csv"], "a table or json"),
+        (["--platform", "cpu-cpp"], "give a SUITE"),
+    ]
+    if not _has_gpu():
+        cases.append((["--platform", "cuda-triton", "--throughput"], "--platform cpu-cpp"))
+    for args, says in cases:
+        result = CliRunner().invoke(_app(), ["bench", *args, *out])
+        assert result.exit_code == 2, (args, result.output)
+        assert "Error:" in result.output and says in result.output, (args, result.output)
+    assert not (tmp_path / "throughput.json").exists()
+
+
+@pytest.mark.slow  # 35-110 s on 2 CPUs: Ray, the pool, 3 evaluations, the winner again
+def test_bench_throughput_on_cpu_cpp_writes_its_figures(tmp_path):
+    args = ["bench", "level2/01_gemm_bias_relu", "--throughput", "--platform", "cpu-cpp"]
+    args += ["--sizes", "ci", "--lineages", "1", "--budget", "2", "--duration", "4"]
+    result = CliRunner().invoke(_app(), [*args, "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "steady state" in result.output and "evaluations / minute" in result.output
+    data = json.loads((tmp_path / "throughput.json").read_text())
+    assert data["platform"] == "cpu-cpp" and data["lanes"] == 1 and data["exit_code"] == 0
+    assert data["evaluations"] > 0 and data["verified"] > 0
+    steady = data["steady"]
+    assert steady is not None and steady["evaluations"] > 0
+    assert steady["evaluations_per_minute"] > 0 and steady["evaluations_per_gpu_minute"] is None
+    # the evaluators' timed runs reached the journal through the search's Ray workers
+    assert 0 < data["timing_lane_busy_fraction"] < 1
+    assert 0 < data["cpu_utilization"] <= 1
+    assert data["best"][0]["problem"] == "level2/01_gemm_bias_relu"
+    assert data["best"][0]["speedup"] > 0
