@@ -14,6 +14,7 @@ import os
 import ray
 
 from kforge_search.evaluator import EvalConfig, EvalResult, Evaluator
+from kforge_search.evaluator.devicelock import device_key
 from kforge_search.platforms import get_platform
 from kforge_search.problem import Problem, ProblemError
 
@@ -28,6 +29,21 @@ class EvaluatorActor:
     def ping(self) -> int:
         """The actor's process id, once it is up."""
         return os.getpid()
+
+    def lane(self, device_kind: str) -> str:
+        """Where this actor times: "<node ip>/<node id>/<device lock key>", e.g.
+        "10.0.0.5/3f2a9c1b/cuda-3" for GPU 3 of that node (Ray pins the actor to one GPU and
+        the evaluator's device lock is that GPU's: its timing lane)."""
+        context = ray.get_runtime_context()
+        ip = ray.util.get_node_ip_address()
+        return f"{ip}/{context.get_node_id()[:8]}/{device_key(device_kind)}"
+
+    def unavailable(self, platform_name: str) -> str:
+        """Why the platform cannot run on this actor's node ("" when it can)."""
+        from kforge_search.platforms import availability
+
+        state = availability(get_platform(platform_name))
+        return "" if state.ok else state.reason
 
     def evaluate(self, source: str, problem: Problem, platform_name: str) -> EvalResult:
         return self._evaluator.evaluate_source(source, problem, get_platform(platform_name))

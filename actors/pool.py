@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -124,6 +124,25 @@ class EvaluatorPool:
                 f"{timeout_s:g} s; each asks for {self.options}, the cluster has "
                 f"{ray.cluster_resources()} (free: {ray.available_resources()})"
             ) from None
+
+    def lanes(self, timeout_s: float = 120.0) -> dict[str, int]:
+        """How many of the pool's actors time in each lane, by lane ("<node ip>/<node
+        id>/<device lock key>": one per GPU, or a node's CPUs); call once they are up."""
+        found = ray.get(
+            [a.lane.remote(self.platform.device_kind) for a in self._actors], timeout=timeout_s
+        )
+        return dict(sorted(Counter(found).items()))
+
+    def unavailable(self, timeout_s: float = 120.0) -> dict[str, str]:
+        """Lanes where the platform cannot run (a GPU node whose torch has no CUDA, a CPU
+        node without a compiler), with the reason; {} when it runs on every actor's node.
+        The driver's own machine is not asked: on a cluster it may have no GPU."""
+        lanes = ray.get([a.lane.remote(self.platform.device_kind) for a in self._actors],
+                        timeout=timeout_s)  # fmt: skip
+        reasons = ray.get(
+            [a.unavailable.remote(self.platform.name) for a in self._actors], timeout=timeout_s
+        )
+        return {lane: why for lane, why in zip(lanes, reasons, strict=True) if why}
 
     # -- work -------------------------------------------------------------------------------
     def submit(self, request: EvalRequest) -> None:

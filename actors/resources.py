@@ -10,7 +10,8 @@ demand the cluster can never meet is an error here rather than an actor that wai
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kforge_search.platforms import Platform
@@ -91,22 +92,89 @@ CPUS_PER_ACTOR = 2  # a sharing actor's parent (compares) and its candidate's ch
 MOST_PER_GPU = 8
 
 
-def pool_size(
-    platform: Platform, total: Mapping[str, float], workers: int | None, per_gpu: int | None
-) -> tuple[int, int]:
-    """(actors, actors per GPU) of a platform's evaluator pool where the user named neither:
-    on GPUs, as many actors share each GPU as the node's cores keep busy building and
-    verifying (CPUS_PER_ACTOR each, at most MOST_PER_GPU; the H100 machine's 16 cores: 8),
-    one pool over every GPU of the cluster; on CPUs one actor (its timed runs take the
-    machine's cores: they run alone)."""
-    if not dict(platform.ray_resources).get("GPU"):
-        return workers or 1, per_gpu or 1
-    device = device_resource(platform)
-    gpus = int(total.get(device, 0.0) if device in total else total.get("GPU", 0.0))
-    if per_gpu is None:
-        cpus = total.get("CPU", 1.0) / max(gpus, 1)
-        per_gpu = max(1, min(MOST_PER_GPU, int(cpus // CPUS_PER_ACTOR)))
-    return workers or max(1, gpus) * per_gpu, per_gpu
+@dataclass(frozen=True)
+class PoolPlan:
+    """One platform's evaluator pool: `actors` actors; on GPUs each asks 1/`per_gpu` of one
+    GPU, `per_gpu` being how many actors, of every GPU platform of the search, share a GPU
+    (its timing lane)."""
+
+    actors: int
+    per_gpu: int
+
+
+def _gpu_nodes(nodes: Sequence[Mapping[str, float]], resource: str) -> tuple[int, float]:
+    """(GPUs of the device kind in the cluster, CPU cores per GPU on the GPU node that has
+    the fewest); a node's GPUs are its `resource` where the cluster declares it, else GPU."""
+    declared = any(resource in node for node in nodes)
+    counts = [(int(n.get(resource if declared else "GPU", 0.0)), n.get("CPU", 0.0)) for n in nodes]
+    counts = [(gpus, cpus) for gpus, cpus in counts if gpus > 0]
+    if not counts:
+        return 0, 0.0
+    return sum(g for g, _ in counts), min(cpus / gpus for gpus, cpus in counts)
+
+
+def _share(group: Sequence[Platform], gpus: int, cores: float, workers: int | None,
+           per_gpu: int | None) -> PoolPlan:  # fmt: skip
+    """The plan of each of `group`'s platforms (those timing on one kind of GPU)."""
+    k = len(group)
+    if workers is None:  # per_gpu actors of every platform together on each GPU
+        slots = per_gpu or max(1, min(MOST_PER_GPU, int(cores // CPUS_PER_ACTOR)))
+        each = max(1, slots // k)
+        if per_gpu is not None and k * each > per_gpu:
+            raise ResourceError(
+                f"--per-gpu {per_gpu} with {k} GPU platforms: each GPU needs an actor of every "
+                f"platform; give --per-gpu {k} or more"
+            )
+        return PoolPlan(max(1, gpus) * each, k * each)
+    total = k * workers
+    share = max(1, -(-total // gpus)) if gpus else per_gpu or 1
+    used = min(gpus, -(-total // share))  # Ray fills a GPU's share before the next GPU
+    if total > gpus and used < gpus:  # 9 actors of 1/2 GPU on 8 GPUs: 5 time, 3 stay idle
+        raise ResourceError(
+            f"{k} GPU platform(s) x --workers {workers} = {total} evaluator actors on {gpus} "
+            f"GPUs, {share} to a GPU, would leave {gpus - used} GPU(s) idle: give --workers "
+            f"so that {k} x it is at most {gpus} or fills every GPU, or leave it out (every "
+            "GPU x --per-gpu)"
+        )
+    if per_gpu is not None and share > per_gpu:
+        raise ResourceError(
+            f"{total} GPU evaluator actors on {gpus} GPUs put {share} on each GPU; "
+            f"--per-gpu {per_gpu} allows fewer: give fewer --workers or more --per-gpu"
+        )
+    return PoolPlan(workers, share)
+
+
+def plan_pools(
+    platforms: Sequence[Platform],
+    nodes: Sequence[Mapping[str, float]],
+    workers: int | None,
+    per_gpu: int | None,
+) -> dict[str, PoolPlan]:
+    """Each platform's evaluator pool, by name, from the resources of the cluster's alive
+    nodes (`ray.nodes()`' "Resources"); `workers` (actors per platform) and `per_gpu`
+    (actors sharing a GPU) as the user gave them, or None.
+
+    GPU platforms: one timing lane per GPU of the cluster, each shared by the actors of
+    every GPU platform that time on it; where the user named neither, as many as the cores
+    of the GPU's node keep busy building and verifying (CPUS_PER_ACTOR each, at most
+    MOST_PER_GPU: the H100 machine's 16 cores, 8; the node with the fewest cores per GPU
+    decides), split among the GPU platforms. Ray places each actor on one GPU and fills a
+    GPU's share before it starts the next: the actors of all GPU pools together fill every
+    GPU, and a count that would leave GPUs idle while others are shared is refused.
+    CPU platforms: `workers` actors, else one (its timed runs take the machine's cores:
+    they run alone)."""
+    plans: dict[str, PoolPlan] = {}
+    groups: dict[str, list[Platform]] = {}
+    for platform in platforms:
+        if dict(platform.ray_resources).get("GPU"):
+            groups.setdefault(device_resource(platform) or "GPU", []).append(platform)
+        else:
+            plans[platform.name] = PoolPlan(workers or 1, 1)
+    for resource, group in groups.items():
+        gpus, cores = _gpu_nodes(nodes, resource)
+        plan = _share(group, gpus, cores, workers, per_gpu)
+        plans.update({platform.name: plan for platform in group})
+    return {platform.name: plans[platform.name] for platform in platforms}
 
 
 def writer_options(total: Mapping[str, float]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ platform lookups that fail with one line, and the --sizes / --set options."""
 from __future__ import annotations
 
 import ast
+import os
 from typing import Annotated, Any
 
 import typer
@@ -50,13 +51,24 @@ def load(problem: str, sizes: str | None, overrides: list[str] | None):
         fail(str(exc), "`kforge problems list` shows the bundled problems")
 
 
-def platform_or_fail(name: str):
+def joins_cluster(address: str | None) -> bool:
+    """Whether a command's Ray evaluators run on a cluster it joins (--address, else
+    RAY_ADDRESS), not on a local one it starts."""
+    return bool(address or os.environ.get("RAY_ADDRESS"))
+
+
+def platform_or_fail(name: str, here: bool = True):
+    """The platform, if it can run on this machine; `here` False (a search that joins a
+    cluster, whose evaluators run on its nodes): if this tool implements it (the pools
+    check their nodes: cli/execute.py)."""
     from kforge_search.platforms import availability, get_platform
 
     try:
         platform = get_platform(name)
     except ValueError as exc:
         fail(str(exc))
+    if not here and platform.runnable:
+        return platform
     state = availability(platform)
     if not state.ok:
         fail(

@@ -216,7 +216,7 @@ def execute(
 
     from kforge_search.actors.lineage import RemoteLineage
     from kforge_search.actors.pool import EvaluatorPool
-    from kforge_search.actors.resources import pool_size
+    from kforge_search.actors.resources import ResourceError, plan_pools
     from kforge_search.actors.writer import (
         BatchedWriter,
         Heartbeat,
@@ -266,13 +266,25 @@ def execute(
             **plan.settings,
             **vars(config),
         }
-        for plat in plats:
-            size, sharing = pool_size(plat, ray.cluster_resources(), workers, per_gpu)
-            # oracles (reference children kept per problem) by the actors sharing a device
-            evaluation = replace(plan.eval_config, max_oracles=max(2, 16 // sharing))
-            pools[plat.name] = EvaluatorPool(plat, size, evaluation, per_gpu=sharing)
-            settings.setdefault("evaluators", {})[plat.name] = {"actors": size, "per_gpu": sharing}
-            pools[plat.name].wait_ready()
+        nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+        try:  # one timing lane per GPU, shared by the GPU platforms' actors (resources.py)
+            sized = plan_pools(plats, nodes, workers, per_gpu)
+            for plat in plats:
+                size, sharing = sized[plat.name].actors, sized[plat.name].per_gpu
+                # oracles (reference children kept per problem) by the actors sharing a device
+                evaluation = replace(plan.eval_config, max_oracles=max(2, 16 // sharing))
+                pools[plat.name] = EvaluatorPool(plat, size, evaluation, per_gpu=sharing)
+                pools[plat.name].wait_ready()
+                if wrong := pools[plat.name].unavailable():  # on the nodes, not the driver's
+                    lane, why = next(iter(wrong.items()))
+                    fail(f"platform {plat.name} cannot run on the cluster's node {lane}: {why}",
+                         "see `kforge platforms` on that node")  # fmt: skip
+                settings.setdefault("evaluators", {})[plat.name] = {
+                    "actors": size, "per_gpu": sharing, "lanes": pools[plat.name].lanes()
+                }  # fmt: skip
+        except ResourceError as exc:
+            hint = "--workers and --per-gpu size the pools; `ray status` shows the cluster"
+            fail(str(exc), hint)
         # a problem whose reference cannot run on any platform is left out, with the reason
         not_runnable = _not_runnable(pools, probs)
         if not_runnable:

@@ -209,16 +209,17 @@ def search_cmd(
         int | None,
         typer.Option(
             help="evaluator actors per platform (default: GPU platforms, every GPU of the "
-            "cluster x --per-gpu; CPU platforms, 1)"
+            "cluster x --per-gpu, split among the GPU platforms; CPU platforms, 1); GPU "
+            "actors are spread over every GPU, one timing lane each"
         ),
     ] = None,
     per_gpu: Annotated[
         int | None,
         typer.Option(
             "--per-gpu",
-            help="GPU platforms: evaluator actors sharing one GPU (they build and verify "
-            "side by side and time one at a time; default: the node's CPUs / 2 per GPU, "
-            "at most 8)",
+            help="GPU platforms: evaluator actors, of every GPU platform, sharing one GPU "
+            "(they build and verify side by side and time one at a time; default: the GPU "
+            "node's CPUs / 2 per GPU, at most 8)",
         ),
     ] = None,
     db: DbOpt = DEFAULT_DB,
@@ -254,7 +255,7 @@ def search_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """Search for fast kernels: lineages, generations, evolutionary selection, recorded."""
-    from kforge_search.cli.common import fail, load, platform_or_fail
+    from kforge_search.cli.common import fail, joins_cluster, load, platform_or_fail
     from kforge_search.cli.execute import Plan, execute
     from kforge_search.cli.output import check_format
 
@@ -321,7 +322,8 @@ def search_cmd(
         eval_config = EvalConfig(policy=config.policy, profile=profiled)
     except (TypeError, ValueError) as exc:
         fail(str(exc))
-    plats = [platform_or_fail(name) for name in platform]
+    # a driver that joins a cluster (its head may have no GPU) leaves the check to the nodes
+    plats = [platform_or_fail(name, here=not joins_cluster(address)) for name in platform]
     probs = [load(p, sizes, None) for p in problems]
     settings: dict[str, Any] = {"sizes": sizes, "agent": agent, "lineage_actors": lineage_actors}
     if resumed is not None:

@@ -37,7 +37,7 @@ def seed_cmd(
 ) -> None:
     """Search platform Q starting from platform P's best verified kernels in the database."""
     from kforge_search.agents.builtin.genome import describe
-    from kforge_search.cli.common import fail, load, platform_or_fail
+    from kforge_search.cli.common import fail, joins_cluster, load, platform_or_fail
     from kforge_search.cli.execute import Plan, execute
     from kforge_search.cli.output import check_format
     from kforge_search.evaluator import EvalConfig
@@ -51,7 +51,7 @@ def seed_cmd(
         src = get_platform(source)
     except ValueError as exc:
         fail(str(exc))
-    dst = platform_or_fail(target)
+    dst = platform_or_fail(target, here=not joins_cluster(address))
     probs = [load(p, sizes, None) for p in problems]
     try:
         config = SearchConfig(lineages=lineages, generations=generations, policy=policy)

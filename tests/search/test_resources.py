@@ -10,11 +10,13 @@ from kforge_search.actors.resources import (
     ResourceError,
     device_resource,
     evaluator_options,
+    plan_pools,
     writer_options,
 )
 from kforge_search.platforms import get_platform
 
 CUDA = get_platform("cuda-triton")
+CUDA_CPP = get_platform("cuda-cpp")
 CPU = get_platform("cpu-cpp")
 
 
@@ -73,16 +75,96 @@ def test_gpu_actors_can_share_a_gpu():
         evaluator_options(CUDA, 1, laptop, laptop, per_gpu=0)
 
 
-def test_pool_size_keeps_the_cores_of_each_gpu_busy_unless_told():
-    from kforge_search.actors.resources import pool_size
+def _node(cpus: float, gpus: float = 0.0, declared: bool = True) -> dict[str, float]:
+    node = {"CPU": cpus, "GPU": gpus} if gpus else {"CPU": cpus}
+    return {**node, "kforge_gpu": gpus} if gpus and declared else node
 
-    h100 = {"CPU": 16.0, "GPU": 1.0}  # the H100 machine: 8 actors share its GPU
-    assert pool_size(CUDA, h100, None, None) == (8, 8)
-    two = {"CPU": 32.0, "GPU": 2.0, "kforge_gpu": 2.0}
-    assert pool_size(CUDA, two, None, None) == (16, 8)
-    assert pool_size(CUDA, {"CPU": 4.0, "GPU": 2.0}, None, None) == (2, 1)  # few cores
-    assert pool_size(CUDA, {"CPU": 400.0, "GPU": 4.0}, None, None) == (32, 8)  # at most 8
-    assert pool_size(CUDA, h100, 3, None) == (3, 8)  # what the user names stands
-    assert pool_size(CUDA, h100, None, 2) == (2, 2)
-    assert pool_size(CPU, {"CPU": 2.0}, None, None) == (1, 1)  # CPU platforms: one actor
-    assert pool_size(CPU, {"CPU": 2.0}, 2, None) == (2, 1)
+
+def _plans(nodes, workers=None, per_gpu=None, platforms=(CUDA,)):
+    plans = plan_pools(list(platforms), nodes, workers, per_gpu)
+    return {name: (p.actors, p.per_gpu) for name, p in plans.items()}
+
+
+def test_pools_keep_the_cores_of_each_gpu_busy_unless_told():
+    h100 = [_node(16.0, 1.0, declared=False)]  # the H100 machine: 8 actors share its GPU
+    assert _plans(h100) == {"cuda-triton": (8, 8)}
+    assert _plans([_node(4.0, 2.0)]) == {"cuda-triton": (2, 1)}  # few cores
+    assert _plans([_node(400.0, 4.0)]) == {"cuda-triton": (32, 8)}  # at most 8
+    assert _plans(h100, per_gpu=2) == {"cuda-triton": (2, 2)}
+    assert _plans([_node(2.0)], platforms=(CPU,)) == {"cpu-cpp": (1, 1)}  # CPU: one actor
+    assert _plans([_node(2.0)], workers=2, platforms=(CPU,)) == {"cpu-cpp": (2, 1)}
+
+
+def test_every_gpu_of_a_node_is_a_lane_of_its_own():
+    """N GPUs on a node: per_gpu actors on each, from the node's cores per GPU."""
+    two = [_node(32.0, 2.0)]  # 16 cores per GPU: 8 actors on each
+    assert _plans(two) == {"cuda-triton": (16, 8)}
+    assert _plans([_node(16.0, 2.0)]) == {"cuda-triton": (8, 4)}
+    eight = [_node(64.0, 8.0)]  # 8 cores per GPU: 4 actors on each, 32 in all
+    assert _plans(eight) == {"cuda-triton": (32, 4)}
+    assert _plans(eight, per_gpu=2) == {"cuda-triton": (16, 2)}
+    # options that fill every GPU: 1/4 of a GPU each, and 32 quarters are 8 GPUs
+    total = {"CPU": 64.0, "GPU": 8.0, "kforge_gpu": 8.0}
+    options = evaluator_options(CUDA, 32, total, total, per_gpu=4)
+    assert options["num_gpus"] == 0.25 and options["resources"] == {"kforge_gpu": 0.25}
+
+
+def test_gpu_nodes_of_a_cluster_and_cpu_nodes_beside_them():
+    """cluster.yaml's kinds: a head without CPUs for evaluators, two 8-GPU nodes, CPU nodes.
+    The CPU nodes' cores build nothing for the GPUs: the GPU nodes' own cores size the
+    sharing, and the node with the fewest cores per GPU decides."""
+    head = {"CPU": 0.0, "kforge_writer": 1.0}
+    cluster = [head, _node(192.0, 8.0), _node(192.0, 8.0), _node(32.0), _node(32.0)]
+    assert _plans(cluster) == {"cuda-triton": (128, 8)}
+    small = [head, _node(192.0, 8.0), _node(48.0, 8.0), *[_node(32.0)] * 6]
+    assert _plans(small) == {"cuda-triton": (48, 3)}  # 6 cores per GPU on the small one
+    assert _plans([head, *[_node(32.0)] * 6]) == {"cuda-triton": (1, 1)}  # no GPU: refused
+    with pytest.raises(ResourceError, match="has 0"):  # ... when the pool asks
+        evaluator_options(CUDA, 1, {"CPU": 192.0}, {"CPU": 192.0})
+
+
+def test_two_gpu_platforms_share_every_gpu():
+    """cuda-triton and cuda-cpp in one search: each GPU's slots split between them, so the
+    second pool is not left waiting for GPUs the first one took."""
+    both = (CUDA, CUDA_CPP)
+    assert _plans([_node(16.0, 1.0)], platforms=both) == {
+        "cuda-triton": (4, 8),
+        "cuda-cpp": (4, 8),
+    }
+    assert _plans([_node(64.0, 8.0)], platforms=both) == {
+        "cuda-triton": (16, 4),
+        "cuda-cpp": (16, 4),
+    }
+    assert _plans([_node(4.0, 2.0)], platforms=both) == {
+        "cuda-triton": (2, 2),
+        "cuda-cpp": (2, 2),
+    }
+    with pytest.raises(ResourceError, match="--per-gpu 1 with 2 GPU platforms"):
+        _plans([_node(16.0, 1.0)], per_gpu=1, platforms=both)
+    mixed = _plans([_node(16.0, 2.0)], platforms=(CUDA, CPU, CUDA_CPP))
+    assert mixed == {"cuda-triton": (4, 4), "cpu-cpp": (1, 1), "cuda-cpp": (4, 4)}
+
+
+def test_named_workers_are_spread_over_every_gpu():
+    """--workers W: each actor asks 1/ceil(W / GPUs) of a GPU, so Ray puts them on every
+    GPU (one of 1/8 each would pack all of them onto GPU 0); a count that cannot be spread
+    over every GPU is refused with the numbers."""
+    two = [_node(32.0, 2.0)]
+    assert _plans(two, workers=2) == {"cuda-triton": (2, 1)}  # a GPU each
+    assert _plans(two, workers=4) == {"cuda-triton": (4, 2)}
+    assert _plans(two, workers=3) == {"cuda-triton": (3, 2)}  # 2 on one GPU, 1 on the other
+    assert _plans([_node(16.0, 1.0)], workers=3) == {"cuda-triton": (3, 3)}
+    eight = [_node(64.0, 8.0)]
+    assert _plans(eight, workers=5) == {"cuda-triton": (5, 1)}  # 5 GPUs, one actor each
+    assert _plans(eight, workers=24) == {"cuda-triton": (24, 3)}
+    assert _plans(eight, workers=15) == {"cuda-triton": (15, 2)}  # 2 on 7 GPUs, 1 on one
+    with pytest.raises(ResourceError, match="9 evaluator actors on 8 GPUs, 2 to a GPU, would"):
+        _plans(eight, workers=9)  # 2 on 4 GPUs, 1 on one, 3 idle
+    with pytest.raises(ResourceError, match="--per-gpu 2 allows fewer"):
+        _plans(eight, workers=24, per_gpu=2)
+    assert _plans(eight, workers=8, per_gpu=8) == {"cuda-triton": (8, 1)}  # spread, not packed
+    both = (CUDA, CUDA_CPP)
+    assert _plans(two, workers=1, platforms=both) == {"cuda-triton": (1, 1), "cuda-cpp": (1, 1)}
+    assert _plans(two, workers=3, platforms=both) == {"cuda-triton": (3, 3), "cuda-cpp": (3, 3)}
+    with pytest.raises(ResourceError, match="10 evaluator actors on 8 GPUs"):  # 3 idle
+        _plans(eight, workers=5, platforms=both)

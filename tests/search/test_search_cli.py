@@ -70,6 +70,9 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
         reader.close()
     assert [(k, st) for k, st, _ in runs] == [("search", "finished"), ("remeasure", "finished")] * 2
     assert json.loads(runs[2][2])["resumed_from"] == _run_id(first.output)
+    pool = json.loads(runs[0][2])["evaluators"]["cpu-cpp"]  # the pool and where it times
+    assert (pool["actors"], pool["per_gpu"]) == (1, 1)
+    assert [lane.rsplit("/", 1)[1] for lane in pool["lanes"]] == ["cpu"]
     ids = [r["id"] for r in rows]
     assert len(ids) == len(set(ids)) >= 6  # no kernel evaluated twice, across both runs
     assert all(r["status"] == "OK" for r in rows)
