@@ -18,11 +18,6 @@ from typing import Any
 Buffers = dict[str, Any]  # buffer name (as named_buffers gives it) -> a CPU tensor
 
 
-def buffers_path(outputs_path: str) -> str:
-    """Where a child writes its trials' buffers: beside its outputs."""
-    return outputs_path.removesuffix(".pt") + "-buffers.pt"
-
-
 def snapshot(model: Any) -> Buffers:
     """Every buffer's current value (on its device)."""
     return {name: b.detach().clone() for name, b in model.named_buffers()}

@@ -23,11 +23,6 @@ FLOAT64_BUDGET = 8.0  # the float64 run stops past max(FLOAT64_MIN_S, this x the
 FLOAT64_MIN_S = 10.0
 
 
-def exact_path(outputs_path: str) -> str:
-    """Where the reference's child saves its float64 outputs, beside its outputs."""
-    return f"{outputs_path}.float64"
-
-
 @dataclass(frozen=True)
 class Numerics:
     """The reference's trials as compared: which (a dropped wide-range trial is not run by
@@ -43,31 +38,25 @@ class Numerics:
     # per output, the float32 reference's largest distance to the float64 one on the plain
     # trials: the timed runs' check (first-distribution inputs) allows it beside atol
     float32_error: tuple[float, ...] = ()
+    # per compared trial, per output: its size (verify.magnitude), which scales atol on the
+    # wide-range trials (verify.scales_of); measured by the child, on its device
+    magnitudes: tuple[tuple[float, ...], ...] = ()
 
     @classmethod
-    def from_event(
-        cls, event: dict[str, Any], exact: list[list[Any]] | None, outputs: list[list[Any]]
-    ) -> Numerics:
-        """From the reference child's "reference" event, its float64 outputs and its
-        outputs (per compared trial)."""
+    def from_event(cls, event: dict[str, Any], exact: list[list[Any]] | None) -> Numerics:
+        """From the reference child's "reference" event (or, streamed, its "streamed"
+        part: float32_error and magnitudes) and its float64 outputs."""
         kept = event.get("trials") or {}
-        ids = list(kept.get("trial_ids", ())) or list(range(len(outputs)))
-        plain = tuple(kept.get("plain", ()))
-        error = [0.0] * (len(outputs[0]) if outputs else 0)
-        for pos, tid in enumerate(ids):
-            if exact is None or tid not in plain:
-                continue
-            for i, (ref32, ref64) in enumerate(zip(outputs[pos], exact[pos], strict=True)):
-                if ref64 is not None:  # piece by piece: no float64 copy of a whole output
-                    error[i] = max(error[i], largest_difference(ref32, ref64))
+        measured = event.get("streamed") or event
         return cls(
             trial_ids=tuple(kept.get("trial_ids", ())),
             wide=tuple(kept.get("wide", ())),
-            plain=plain,
+            plain=tuple(kept.get("plain", ())),
             dropped=tuple(kept.get("dropped", ())),
             exact=exact,
             notes=tuple(kept.get("notes", ())),
-            float32_error=tuple(error),
+            float32_error=tuple(measured.get("float32_error", ())),
+            magnitudes=tuple(tuple(row) for row in measured.get("magnitudes", ())),
         )
 
     def compare_args(self) -> dict[str, Any]:
@@ -168,19 +157,25 @@ def float64_run(
     float32_outputs: Sequence[Sequence[Any]],
     device: str,
     float32_s: float,
-) -> tuple[list[list[Any]] | None, str]:
+    plain: Sequence[int] = (),
+) -> tuple[list[list[Any]] | None, str, list[float]]:
     """(per kept trial, per output: the float64 output for a float32 output, else None;
-    "") or (None, why there is none). `model` is built as the reference's; every trial
-    runs, in order; `float32_outputs` are the reference's, per trial (all of them)."""
+    ""; per output, the float32 outputs' largest distance to the float64 ones over the
+    `plain` trials kept: Numerics.float32_error) or (None, why there is none, zeros).
+    `model` is built as the reference's; every trial runs, in order; `float32_outputs` are
+    the reference's, per trial (all of them). The distances are taken on `device`, where
+    the float64 outputs are (the parent took them on the CPU: ~1 s per GiB of outputs)."""
     import torch
 
     wanted = [t.dtype == torch.float32 for t in float32_outputs[0]]
+    zeros = [0.0] * len(wanted)
     if not any(wanted):
-        return None, ""  # no float32 output: nothing to judge against float64
+        return None, "", zeros  # no float32 output: nothing to judge against float64
     why = "numerics: no float64 reference: "
     budget = max(FLOAT64_MIN_S, FLOAT64_BUDGET * float32_s)
     started = time.monotonic()
     exact: list[list[Any]] = []
+    error = list(zeros)
     try:
         model = model.double()
         for t in range(max(keep, default=-1) + 1):  # a dropped trial still runs: state
@@ -190,20 +185,26 @@ def float64_run(
                 out = model(*inputs)
             outs = list(out) if isinstance(out, list | tuple) else [out]
             if any(not torch.equal(a, b) for a, b in zip(before, _rng_states(device), strict=True)):
-                return None, why + "the forward draws random numbers (in float64, others)"
+                return None, why + "the forward draws random numbers (in float64, others)", zeros
             if t in keep:
                 ref = float32_outputs[t]
                 shapes = [tuple(o.shape) for o in outs] == [tuple(r.shape) for r in ref]
                 if not shapes:
-                    return None, why + "the float64 run's outputs differ in number or shape"
+                    why += "the float64 run's outputs differ in number or shape"
+                    return None, why, zeros
                 exact.append([o.detach().double().cpu() if w else None
                               for o, w in zip(outs, wanted, strict=True)])  # fmt: skip
+                for i, (r, o, w) in enumerate(zip(ref, outs, wanted, strict=True)):
+                    if w and t in plain:  # piece by piece: no float64 copy of a whole output
+                        far = largest_difference(r.to(o.device), o.detach().double())
+                        error[i] = max(error[i], far)
             if time.monotonic() - started > budget:
-                return None, why + f"the float64 run took over {budget:.0f} s"
+                return None, why + f"the float64 run took over {budget:.0f} s", zeros
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:200]
-        return None, why + f"the model does not run in float64 ({type(exc).__name__}: {first})"
-    return exact, ""
+        why += f"the model does not run in float64 ({type(exc).__name__}: {first})"
+        return None, why, zeros
+    return exact, "", error
 
 
 def float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any], str]:

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kforge_search.evaluator import footprint
-from kforge_search.evaluator.buffers import buffers_path
-from kforge_search.evaluator.exact import Numerics, exact_path
+from kforge_search.evaluator import footprint, tensorfile
+from kforge_search.evaluator.exact import Numerics
 from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.oracle import Oracle
 from kforge_search.evaluator.policy import NumericPolicy
@@ -28,7 +27,6 @@ class Streamed:
     streamed_reference_trials): its trials themselves its oracle recomputes."""
 
     float64: bool  # the oracle's trials come with float64 outputs
-    magnitudes: list[list[float]]  # per compared trial, per output (verify.scales_of)
     dtypes: list[str]
     output_bytes: int  # one trial's
 
@@ -61,13 +59,14 @@ class Reference:
 
     @functools.cached_property
     def _scales(self) -> list[list[float]]:
-        """atol's factors per compared trial and output (verify.atol_scales): once per
-        reference, not per candidate (a pass over every trial's outputs)."""
+        """atol's factors per compared trial and output (verify.atol_scales): from the
+        outputs' sizes its child measured (Numerics.magnitudes), else once per reference,
+        not per candidate (a pass over every trial's outputs in float64)."""
         n = self.numerics
         ids = list(n.trial_ids or range(len(self.outputs)))
-        if self.streamed is None:
-            return atol_scales(self.outputs, ids, n.wide, n.plain or None)
-        return scales_of(self.streamed.magnitudes, ids, n.wide, n.plain or None)
+        if n.magnitudes:
+            return scales_of(n.magnitudes, ids, n.wide, n.plain or None)
+        return atol_scales(self.outputs, ids, n.wide, n.plain or None)
 
     def check(
         self, policy: NumericPolicy, oracle: Callable[[], Oracle], device: str | None = None
@@ -107,28 +106,32 @@ def load_tensors(path: Path) -> list[Any]:
         path.unlink(missing_ok=True)
 
 
+def _load_saved(path: Path) -> dict[str, Any]:
+    """What the reference's child saved (worker.reference_trials): its tensors views of
+    one read of the file (tensorfile.py), which then goes."""
+    try:
+        return tensorfile.load(path)
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def reference_of(
     event: dict[str, Any], outputs_path: str, info: dict[str, Any], measured: Footprint | None
 ) -> Reference:
-    """The reference its child's "reference" event and files describe."""
-    buffers = load_tensors(Path(buffers_path(outputs_path)))
+    """The reference its child's "reference" event and file describe."""
+    saved = _load_saved(Path(outputs_path))
     common = {
         "warnings": tuple(event["warnings"]),
         "device_name": info.get("device_name", ""),
         "torch_version": info.get("torch_version", ""),
         "per_call_ms": float(event.get("per_call_ms", 0.0)),
-        "buffers": buffers,
+        "buffers": saved["buffers"],
         "footprint": measured,
     }
+    numerics = Numerics.from_event(event, saved.get("exact"))
     if (streamed := event.get("streamed")) is None:
-        outputs = load_tensors(Path(outputs_path))
-        exact = load_tensors(Path(exact_path(outputs_path)))
-        return Reference(outputs=outputs, numerics=Numerics.from_event(event, exact, outputs),
-                         **common)  # fmt: skip
-    numerics = replace(Numerics.from_event(event, None, []),
-                       float32_error=tuple(streamed["float32_error"]))  # fmt: skip
-    kept = Streamed(bool(streamed["float64"]), streamed["magnitudes"], streamed["dtypes"],
-                    int(streamed["output_bytes"]))  # fmt: skip
+        return Reference(outputs=saved["outputs"], numerics=numerics, **common)
+    kept = Streamed(bool(streamed["float64"]), streamed["dtypes"], int(streamed["output_bytes"]))
     return Reference(outputs=[], numerics=numerics, streamed=kept, **common)
 
 

@@ -8,7 +8,9 @@ reference and its unseen sizes' again: on the H100 a published-size level-2 refe
 need one computes it while holding the key's lock; the others wait for it and read the file.
 
 Each file is sealed with the evaluators' key (cache_seal.py): one written or changed by
-anything else (a candidate's child may not write here: landlock.py) is not used. A streamed
+anything else (a candidate's child may not write here: landlock.py) is not used. The file is
+a tensorfile (tensorfile.py): hashed as it is written and as it is read, its tensors views
+of the bytes read, the seal over exactly those bytes. A streamed
 reference (footprint.streamed: too large to hold) is not stored. The key holds a hash of the
 evaluator's own sources: a changed harness computes its references anew.
 """
@@ -19,7 +21,6 @@ import contextlib
 import fcntl
 import hashlib
 import hmac
-import io
 import os
 from collections.abc import Iterator
 from dataclasses import fields
@@ -27,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from kforge_search.evaluator import cache_seal
+from kforge_search.evaluator import cache_seal, tensorfile
 from kforge_search.evaluator.exact import Numerics
 from kforge_search.evaluator.footprint import Footprint
 
@@ -72,16 +73,14 @@ class ReferenceStore:
         None: none stored, or its seal does not match."""
         path = self.folder / f"{self._name(key)}.pt"
         try:
-            data = path.read_bytes()
             sealed = (self.folder / f"{self._name(key)}.seal").read_text().strip()
+            data, digest = tensorfile.read(path, hashed=True)  # what it hashed is used
         except OSError:
             return None
-        if not hmac.compare_digest(self._seal(key, data), sealed):
+        if not hmac.compare_digest(self._seal(key, digest), sealed):
             return None
-        import torch
-
         try:
-            saved = torch.load(io.BytesIO(data), weights_only=True)
+            saved = tensorfile.parse(data)
         except Exception:
             return None
         numerics = Numerics(**saved["numerics"])
@@ -99,8 +98,6 @@ class ReferenceStore:
         did. The folder keeps at most ALL_MAX_BYTES: the least recently stored go first."""
         if reference.streamed is not None or reference.held_bytes > ONE_MAX_BYTES:
             return False
-        import torch
-
         numerics = {f.name: getattr(reference.numerics, f.name) for f in fields(Numerics)}
         saved = {
             "outputs": reference.outputs,
@@ -112,14 +109,16 @@ class ReferenceStore:
             "numerics": numerics,
             "footprint": reference.footprint.as_dict() if reference.footprint else None,
         }
-        buffer = io.BytesIO()
-        torch.save(saved, buffer)
-        data = buffer.getvalue()
         name = self._name(key)
-        for suffix, content in ((".pt", data), (".seal", self._seal(key, data).encode())):
-            part = self.folder / f"{name}{suffix}.{os.getpid()}"
-            part.write_bytes(content)
-            os.replace(part, self.folder / f"{name}{suffix}")
+        part = self.folder / f"{name}.pt.{os.getpid()}"
+        try:
+            digest = tensorfile.write(saved, part, hashed=True)
+            os.replace(part, self.folder / f"{name}.pt")
+        finally:
+            part.unlink(missing_ok=True)
+        seal = self.folder / f"{name}.seal.{os.getpid()}"
+        seal.write_text(self._seal(key, digest))
+        os.replace(seal, self.folder / f"{name}.seal")
         self._prune()
         return True
 
@@ -137,6 +136,8 @@ class ReferenceStore:
             path.with_suffix(".seal").unlink(missing_ok=True)
             total -= size
 
-    def _seal(self, key: str, data: bytes) -> str:
-        text = f"{self._name(key)}\0".encode() + hashlib.sha256(data).digest()
+    def _seal(self, key: str, digest: bytes) -> str:
+        """The seal of the file whose SHA-256 is `digest` (tensorfile: taken as it is
+        written or read), as `key`'s reference."""
+        text = f"{self._name(key)}\0".encode() + digest
         return hmac.new(self._key, text, hashlib.sha256).hexdigest()

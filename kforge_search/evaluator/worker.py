@@ -27,6 +27,7 @@ from kforge_search.evaluator import (
     guards,
     native_audit,
     profile,
+    tensorfile,
     timed_runs,
 )
 from kforge_search.evaluator import inputs as job_inputs
@@ -37,7 +38,7 @@ from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
 from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
-from kforge_search.evaluator.verify import all_close
+from kforge_search.evaluator.verify import all_close, magnitude
 from kforge_search.paths import cache_dir
 from kforge_search.problem import exec_problem
 
@@ -579,6 +580,7 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
         return list(out) if isinstance(out, list | tuple) else [out]
 
     trials, states = [], []  # each trial's outputs, and the buffers its forward changed
+    sizes: list[list[float]] = []  # each trial's outputs' sizes (Numerics.magnitudes)
     failed: dict[int, str] = {}  # wide-range trials whose forward raised
     started = time.perf_counter()
     for i in range(job.total_trials):
@@ -589,6 +591,7 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
             if i < job.first_wide_trial:
                 raise
             failed[i], outputs = f"{type(exc).__name__}: {exc}"[:200], []
+        sizes.append([magnitude(t) for t in outputs])  # on the device, for every evaluator
         trials.append([t.detach().to("cpu").clone() for t in outputs])
         states.append(model_buffers.changed(model, before))
     float32_s = time.perf_counter() - started
@@ -605,7 +608,7 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
             )
     del again  # its device memory goes before the float64 run
     warnings = degeneracy_warnings(trials)
-    float64, why = exact.float64_run(
+    float64, why, error = exact.float64_run(
         build_model(module.Model, module, job),
         lambda t: job_inputs.make_inputs(module, job, t),
         job.total_trials,
@@ -613,6 +616,7 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
         trials,
         job.device,
         float32_s,
+        kept.plain,
     )
     warnings += [*kept.notes, *filter(None, [why])]
     calls = min(job.timed_runs, PER_CALL_RUNS)
@@ -620,18 +624,23 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
     for run in range(calls):
         [t.to("cpu") for t in forward(job_inputs.timing_inputs(module, job, run))]
     per_call_ms = (time.perf_counter() - started) * 1e3 / max(calls, 1)
-    torch.save([trials[t] for t in kept.trial_ids], job.outputs_path)
-    torch.save([states[t] for t in kept.trial_ids], model_buffers.buffers_path(job.outputs_path))
-    torch.save(float64, exact.exact_path(job.outputs_path))
+    saved = {
+        "outputs": [trials[t] for t in kept.trial_ids],
+        "buffers": [states[t] for t in kept.trial_ids],
+        "exact": float64,
+    }
+    tensorfile.write(saved, Path(job.outputs_path))  # the parent's views of one read
     # the parent loads what was saved: this child lets go of its copy first (the oracle it
     # becomes would hold every trial's outputs and their float64 copies while it waits)
-    del trials, states, float64
+    del trials, states, float64, saved
     gc.collect()
     channel.send(
         "reference",
         warnings=warnings,
         per_call_ms=per_call_ms,
         trials=asdict(kept),
+        float32_error=error,
+        magnitudes=[sizes[t] for t in kept.trial_ids],
     )
     serve_oracle(forward, module, job, channel)
 
@@ -782,7 +791,7 @@ def streamed_reference_trials(job: Job, module: Any, channel: Channel) -> None:
     degeneracy, the float64 run's limits (exact.FLOAT64_BUDGET)."""
     import torch
 
-    from kforge_search.evaluator.verify import largest_difference, magnitude
+    from kforge_search.evaluator.verify import largest_difference
 
     kept = exact.Kept([], [], plain=list(range(min(job.trials, job.first_wide_trial))))
     states: list[dict[str, Any]] = []
@@ -846,7 +855,7 @@ def streamed_reference_trials(job: Job, module: Any, channel: Channel) -> None:
     gc.collect()
     forward = model_forward(build_model(module.Model, module, job), job.device)
     per_call_ms = reference_per_call(forward, module, job)
-    torch.save(states, model_buffers.buffers_path(job.outputs_path))
+    tensorfile.write({"buffers": states}, Path(job.outputs_path))
     exact_ok = float64 and not why64
     warnings += [*kept.notes, *([why64] if float64 and why64 else [])]
     channel.send(

@@ -17,7 +17,12 @@ from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.evaluator.exact import drop_nonfinite, float64_run
 from kforge_search.evaluator.inputs import wide_range
 from kforge_search.evaluator.policy import get_policy
-from kforge_search.evaluator.verify import atol_scales, compare_outputs
+from kforge_search.evaluator.verify import (
+    atol_scales,
+    compare_outputs,
+    largest_difference,
+    magnitude,
+)
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.conftest import EXAMPLES
@@ -127,14 +132,15 @@ def test_no_float64_reference_where_the_forward_draws_random_numbers():
     model = torch.nn.Dropout(0.5)
     inputs = [[torch.ones(8)] for _ in range(2)]
     outputs = [[model(x[0])] for x in inputs]
-    exact, why = float64_run(model, lambda t: inputs[t], 2, [0, 1], outputs, "cpu", 1.0)
+    exact, why, _ = float64_run(model, lambda t: inputs[t], 2, [0, 1], outputs, "cpu", 1.0)
     assert exact is None and "draws random numbers" in why
     linear = torch.nn.Linear(4, 3)
     inputs = [[torch.randn(2, 4)] for _ in range(2)]
     outputs = [[linear(x[0])] for x in inputs]
-    exact, why = float64_run(linear, lambda t: inputs[t], 2, [1], outputs, "cpu", 1.0)
+    exact, why, error = float64_run(linear, lambda t: inputs[t], 2, [1], outputs, "cpu", 1.0, [1])
     assert why == "" and len(exact) == 1 and exact[0][0].dtype == torch.float64
     assert torch.allclose(exact[0][0], outputs[1][0].double(), atol=1e-5)
+    assert error == [largest_difference(outputs[1][0], exact[0][0])] and error[0] > 0
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +187,22 @@ def test_the_reference_notes_a_dropped_trial_and_why_it_has_no_float64_run(evalu
     ref = evaluator.reference(dropout, get_platform("cpu-triton"))
     assert ref.numerics.exact is None
     assert any("no float64 reference: the forward draws random numbers" in w for w in ref.warnings)
+
+
+def test_the_child_measures_the_sizes_and_float32_error_the_parent_would(evaluator):
+    """Numerics.magnitudes and float32_error come from the reference's child (on its
+    device): on the CPU the very numbers the parent took from the outputs before."""
+    problem = resolve_problem("level1/04_softmax", size_set="ci")
+    ref = evaluator.reference(problem, get_platform("cpu-triton"))
+    n = ref.numerics
+    assert n.wide and len(n.magnitudes) == len(ref.outputs) == len(n.trial_ids) == 9
+    assert n.magnitudes == tuple(tuple(magnitude(t) for t in outs) for outs in ref.outputs)
+    ids = list(n.trial_ids)
+    assert ref._scales == atol_scales(ref.outputs, ids, n.wide, n.plain)
+    assert any(s > 1 for row in ref._scales for s in row)  # a wide trial scales atol
+    error = [0.0] * len(ref.outputs[0])
+    for pos, tid in enumerate(ids):
+        if tid in n.plain:
+            for i, (e, x) in enumerate(zip(ref.outputs[pos], n.exact[pos], strict=True)):
+                error[i] = max(error[i], largest_difference(e, x))
+    assert n.float32_error == tuple(error) and error[0] > 0
