@@ -29,14 +29,14 @@ def _visible(value: str | None) -> dict[str, str]:
 
 
 def _hold_at_once(
-    tmp_path: Path, holders: dict[str, tuple[str | None, str]], meet: int, wait_s: float
+    tmp_path: Path, holders: dict[str, tuple[str | None, str, float]], meet: int
 ) -> dict[str, list]:
-    """Each holder (name: (CUDA_VISIBLE_DEVICES, device)) in a process of its own, all
-    taking their lanes exclusively at once and holding them until they have met `meet`
-    others (or `wait_s` passed): name -> the holders it met while it held."""
+    """Each holder (name: (CUDA_VISIBLE_DEVICES, device, wait_s)) in a process of its own,
+    all taking their lanes exclusively at once and holding them until they have met `meet`
+    others (or their `wait_s` passed): name -> the holders it met while it held."""
     journal = tmp_path / "journal"
     procs = {}
-    for name, (visible, device) in holders.items():
+    for name, (visible, device, wait_s) in holders.items():
         args = [device, name, str(tmp_path), str(len(holders)), str(meet), str(wait_s)]
         env = {**_visible(visible), JOURNAL_ENV: str(journal)}
         procs[name] = subprocess.Popen(
@@ -62,14 +62,13 @@ def test_one_gpu_is_one_lane_however_a_process_names_it(tmp_path):
     (cuda:0 of "1,0"): their timings wait for each other. GPU 0's goes on beside them."""
     met = _hold_at_once(
         tmp_path,
-        {
-            "gpu0-actor": ("0", "cuda"),
-            "gpu1-actor": ("1", "cuda"),
-            "gpu1-all": (None, "cuda:1"),
-            "gpu1-reordered": ("1,0", "cuda:0"),
+        {  # GPU 0's holder waits for GPU 1's first; each of GPU 1's, 1 s in vain for another
+            "gpu0-actor": ("0", "cuda", 60.0),
+            "gpu1-actor": ("1", "cuda", 1.0),
+            "gpu1-all": (None, "cuda:1", 1.0),
+            "gpu1-reordered": ("1,0", "cuda:0", 1.0),
         },
         meet=1,
-        wait_s=1.0,  # a GPU 1 holder waits this long in vain for another GPU 1 holder
     )
     gpu1 = {"gpu1-actor", "gpu1-all", "gpu1-reordered"}
     assert met["gpu0-actor"] and set(met["gpu0-actor"]) <= gpu1  # two GPUs: two lanes at once
@@ -80,7 +79,7 @@ def test_one_gpu_is_one_lane_however_a_process_names_it(tmp_path):
 def test_every_gpu_of_an_eight_gpu_node_times_at_once(tmp_path):
     """Eight actors, one per GPU (as Ray pins them): all eight time at one moment."""
     names = [f"gpu{i}" for i in range(8)]
-    met = _hold_at_once(tmp_path, {n: (n[3:], "cuda") for n in names}, meet=7, wait_s=60.0)
+    met = _hold_at_once(tmp_path, {n: (n[3:], "cuda", 60.0) for n in names}, meet=7)
     assert all(sorted(met[n]) == sorted(set(names) - {n}) for n in names), met
 
 
