@@ -216,7 +216,7 @@ def execute(
 
     from kforge_search.actors.lineage import RemoteLineage
     from kforge_search.actors.pool import EvaluatorPool
-    from kforge_search.actors.resources import ResourceError, plan_pools
+    from kforge_search.actors.resources import CPUS_PER_ACTOR, ResourceError, plan_pools
     from kforge_search.actors.writer import (
         BatchedWriter,
         Heartbeat,
@@ -271,8 +271,12 @@ def execute(
             sized = plan_pools(plats, nodes, workers, per_gpu)
             for plat in plats:
                 size, sharing = sized[plat.name].actors, sized[plat.name].per_gpu
-                # oracles (reference children kept per problem) by the actors sharing a device
-                evaluation = replace(plan.eval_config, max_oracles=max(2, 16 // sharing))
+                # oracles (reference children kept per problem) by the actors sharing a device;
+                # a baseline child compiles with its actor's cores, not every core of the node
+                threads = CPUS_PER_ACTOR if sharing > 1 else 0
+                evaluation = replace(
+                    plan.eval_config, max_oracles=max(2, 16 // sharing), compile_threads=threads
+                )
                 pools[plat.name] = EvaluatorPool(plat, size, evaluation, per_gpu=sharing)
                 pools[plat.name].wait_ready()
                 if wrong := pools[plat.name].unavailable():  # on the nodes, not the driver's
