@@ -7,9 +7,10 @@ float32 outputs with a float64 reference, when it is at least as close to the fl
 result as the float32 reference is (within SLACK_ULPS) and within tolerance of the float64
 result; and every element of an output whose largest distance to the float64 result is
 within FLOAT32_MARGIN times the float32 reference's (in that trial, where that is
-rounding-sized): a candidate more exact than the reference is never rejected for it, nor one
-as exact that rounds differently element by element. On a
-wide-range trial atol is in units of the outputs' size there (`atol_scales`).
+rounding-sized; on a wide-range or shifted trial EDGE_FLOAT32_MARGIN and EDGE_ROUNDING_SIZE):
+a candidate more exact than the reference is never rejected for it, nor one as exact that
+rounds differently element by element. On a wide-range trial atol is in units of the
+outputs' size there (`atol_scales`).
 
 Each output is compared piece by piece (`pieces`: runs of slices along dim 0, or parts of
 one slice), on the device its reference tensor is on: the same verdict and statistics as the
@@ -57,6 +58,17 @@ SLACK_ULPS = 4  # the float64 rule: "as close as the float32 reference", to a fe
 FLOAT32_MARGIN = 2.0
 ROUNDING_SIZE = 1e-3  # the margin holds where that worst error is under this x the output's
 # largest value (float32 sums round at ~1e-7..1e-5 of it; a reference off by more is no guide)
+# ... and on the edge trials (wide-range and shifted: Numerics.wide), these. Their inputs push
+# an op to where float32 loses digits, and the worst error of an honest float32 result is
+# then one draw, heavy-tailed, from the few elements most sensitive to rounding: attention on
+# inputs x100 (logits ~1e4, ulp ~1e-3, a near-tie between two keys moves a row by ~0.1-0.9)
+# has torch's worst error at up to 2e-3 of the output's largest value, and a kernel as exact
+# (tf32x3 or IEEE float32 GEMMs, summed in another order) failed the plain bounds on 1 draw
+# in 7, these on 1 in 130 (docs/evaluator.md, test_edge_numerics.py). These trials are there
+# for overflow and lost digits (errors orders of magnitude over the reference's); TF32
+# operands were 21x or more there, ~1000x on the plain trials, where the bounds stay as above.
+EDGE_FLOAT32_MARGIN = 16.0
+EDGE_ROUNDING_SIZE = 5e-3
 
 # Elements compared at once: a comparison's float64 temporaries (a dozen) take this x 8 bytes
 # each, whatever the output's size (a 32768 x 32768 output is 4 GiB in float32, 8 in float64:
@@ -116,12 +128,13 @@ def _distance(a: Any, b: Any) -> Any:
     return diff.nan_to_num_(nan=float("inf"))
 
 
-def _as_exact(expected: Any, actual: Any, exact: Any) -> bool:
+def _as_exact(expected: Any, actual: Any, exact: Any, edge: bool = False) -> bool:
     """Whether every element of the output passes the float64 rule for being as exact as the
     float32 reference: where the reference's largest distance to the float64 result `exact`
     (over the elements where both are finite) is rounding-sized against the output's largest
-    value there, and the candidate's largest distance there is within FLOAT32_MARGIN x the
-    reference's. Whole-tensor maxima, taken piece by piece."""
+    value there (ROUNDING_SIZE; on an `edge` trial EDGE_ROUNDING_SIZE), and the candidate's
+    largest distance there is within FLOAT32_MARGIN x the reference's (on an `edge` trial
+    EDGE_FLOAT32_MARGIN x). Whole-tensor maxima, taken piece by piece."""
     import torch
 
     worst = scale = mine = 0.0
@@ -136,7 +149,10 @@ def _as_exact(expected: Any, actual: Any, exact: Any) -> bool:
         worst = max(worst, ref_error[finite].max().item())
         scale = max(scale, x[finite].abs().max().item())
         mine = max(mine, _distance(a, x)[finite].max().item())
-    return worst <= ROUNDING_SIZE * scale and mine <= FLOAT32_MARGIN * worst
+    margin, rounding = (
+        (EDGE_FLOAT32_MARGIN, EDGE_ROUNDING_SIZE) if edge else (FLOAT32_MARGIN, ROUNDING_SIZE)
+    )
+    return worst <= rounding * scale and mine <= margin * worst
 
 
 def _float64_rule(a: Any, e: Any, x: Any, atol: float, rtol: float, as_exact: bool) -> Any:
@@ -225,10 +241,12 @@ def _compare_tensor(
     index: int,
     exact: Any = None,
     atol_scale: float = 1.0,
+    edge: bool = False,
 ) -> Elements:
     """One output tensor against the reference's (and the float64 reference's, if given),
     piece by piece (`pieces`) on the reference's device: an accelerator's tensors are
-    compared there, and no comparison holds more than a few pieces beside its inputs."""
+    compared there, and no comparison holds more than a few pieces beside its inputs.
+    `edge`: the trial is a wide-range or shifted one (the float64 rule's bounds: _as_exact)."""
     dtype = str(expected.dtype).removeprefix("torch.")
     atol, rtol = policy.tolerance(dtype)
     atol *= atol_scale
@@ -243,7 +261,8 @@ def _compare_tensor(
     usable = exact is not None and dtype == "float32" and tuple(exact.shape) == shape
     tally = _tally(expected, actual, exact, atol, rtol, None, stop_at_bad=usable)
     if usable and tally.n_bad:  # the float64 rule: its whole-tensor part, then every element
-        tally = _tally(expected, actual, exact, atol, rtol, _as_exact(expected, actual, exact))
+        whole = _as_exact(expected, actual, exact, edge)
+        tally = _tally(expected, actual, exact, atol, rtol, whole)
     if not tally.n_bad:
         return Elements(None, tally.max_abs, tally.max_rel, atol, rtol, tally.n_float64, dtype)
     mismatch = Mismatch(
@@ -412,7 +431,8 @@ def compare_outputs(
 
     `exact`: per trial, per output, the float64 reference's output (None where there is
     none); `trial_ids`: the trial number of each position (the reference may have dropped
-    a wide-range trial); `wide`: the trial numbers of the wide-range trials; `plain`:
+    a wide-range trial); `wide`: the trial numbers of the wide-range and shifted trials
+    (atol scaled, the float64 rule's edge bounds); `plain`:
     those of the first distribution's (atol_scales); `scales`: atol's factors per trial
     and output where known (a streamed reference's, compared a trial at a time: merge)."""
     ids = list(trial_ids) if trial_ids is not None else list(range(len(expected)))
@@ -429,7 +449,9 @@ def compare_outputs(
             first = Mismatch(trial, 0, "count", f"{len(exp)} outputs", f"{len(act)} outputs")
         for index, (e, a) in enumerate(zip(exp, act, strict=False)):
             x = exact[pos][index] if exact is not None and index < len(exact[pos]) else None
-            found = _compare_tensor(e, a, policy, trial, index, x, scales[pos][index])
+            found = _compare_tensor(
+                e, a, policy, trial, index, x, scales[pos][index], edge=trial in wide
+            )
             max_abs, max_rel = max(max_abs, found.max_abs), max(max_rel, found.max_rel)
             atol, rtol = found.atol / scales[pos][index], found.rtol  # the policy's own
             dtype = found.dtype
