@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import baselines as noise
-from kforge_search.evaluator import footprint, ncu, peers, timed_check
+from kforge_search.evaluator import footprint, ncu, peers, tensorfile, timed_check
 from kforge_search.evaluator.baselines import BaselineCache, cache_key
 from kforge_search.evaluator.devicelock import LOCK_DIR_ENV, DeviceLock, device_key, lock_folder
 from kforge_search.evaluator.footprint import Footprint
@@ -310,13 +310,16 @@ class Evaluator:
             reference = Reference(**stored) if stored is not None else None
             if reference is None:  # its oracle starts when a candidate's timed runs ask
                 work = Path(tempfile.mkdtemp(prefix="kforge-ref-"))
+                saved: tensorfile.Read | None = None
                 try:
-                    reference, kept = self._run_reference(problem, platform, work, oracle)
+                    reference, kept, saved = self._run_reference(problem, platform, work, oracle)
+                    if shared:  # its child's file becomes the stored one (reference_store)
+                        self._stored.save(shared, reference, saved)
                 finally:
                     if kept is None:
                         shutil.rmtree(work, ignore_errors=True)
-                if shared:
-                    self._stored.save(shared, reference)
+                    elif saved is not None:  # the oracle's folder keeps no copy of it
+                        saved.path.unlink(missing_ok=True)
         self._references[key] = reference
         # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
         # than CACHED_SHARE of the machine: a large problem's reference goes with it
@@ -373,7 +376,9 @@ class Evaluator:
 
     def _run_reference(
         self, problem: Problem, platform: Platform, work: Path, keep: bool
-    ) -> tuple[Reference, Oracle | None]:
+    ) -> tuple[Reference, Oracle | None, tensorfile.Read]:
+        """The reference, its oracle where it stays, and its child's file as read (hashed
+        where references are shared: the store keeps the file, reference_store.py)."""
         job = self._job("reference", problem, platform, work)
         info: dict[str, Any] = {}
         measured: Footprint | None = None
@@ -392,11 +397,13 @@ class Evaluator:
                 elif event["type"] == "fail":
                     raise ProblemError(f"{problem.name}: {event['message']}")
                 elif event["type"] == "reference":
-                    reference = reference_of(event, job.outputs_path, info, measured)
+                    hashed = self.config.share_references
+                    reference, saved = reference_of(event, job.outputs_path, info, measured,
+                                                    hashed)  # fmt: skip
                     # a streamed reference's trials come from its oracle: it stays
                     keep = keep or reference.streamed is not None
                     child.keep_alive = keep  # it now waits to serve as the oracle
-                    return reference, Oracle(child, work) if keep else None
+                    return reference, Oracle(child, work) if keep else None, saved
         assert child.exit is not None
         raise ProblemError(
             f"the reference of {problem.name} failed ({describe_exit(child.exit)}"

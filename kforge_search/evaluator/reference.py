@@ -106,20 +106,17 @@ def load_tensors(path: Path) -> list[Any]:
         path.unlink(missing_ok=True)
 
 
-def _load_saved(path: Path) -> dict[str, Any]:
-    """What the reference's child saved (worker.reference_trials): its tensors views of
-    one read of the file (tensorfile.py), which then goes."""
-    try:
-        return tensorfile.load(path)
-    finally:
-        path.unlink(missing_ok=True)
-
-
 def reference_of(
-    event: dict[str, Any], outputs_path: str, info: dict[str, Any], measured: Footprint | None
-) -> Reference:
-    """The reference its child's "reference" event and file describe."""
-    saved = _load_saved(Path(outputs_path))
+    event: dict[str, Any],
+    outputs_path: str,
+    info: dict[str, Any],
+    measured: Footprint | None,
+    hashed: bool = False,
+) -> tuple[Reference, tensorfile.Read]:
+    """The reference its child's "reference" event and file describe, and that file as read
+    (`hashed`: with its SHA-256, for the reference store): its tensors are views of it."""
+    read = tensorfile.read(Path(outputs_path), hashed)
+    saved = tensorfile.parse(read.data)
     common = {
         "warnings": tuple(event["warnings"]),
         "device_name": info.get("device_name", ""),
@@ -130,9 +127,9 @@ def reference_of(
     }
     numerics = Numerics.from_event(event, saved.get("exact"))
     if (streamed := event.get("streamed")) is None:
-        return Reference(outputs=saved["outputs"], numerics=numerics, **common)
+        return Reference(outputs=saved["outputs"], numerics=numerics, **common), read
     kept = Streamed(bool(streamed["float64"]), streamed["dtypes"], int(streamed["output_bytes"]))
-    return Reference(outputs=[], numerics=numerics, streamed=kept, **common)
+    return Reference(outputs=[], numerics=numerics, streamed=kept, **common), read
 
 
 def memory_note(child: Child, measured: Footprint | None, problem: Problem) -> str:

@@ -19,6 +19,7 @@ import io
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -120,9 +121,18 @@ def write(value: Any, path: Path, hashed: bool = False) -> bytes:
         hasher.close()
 
 
-def read(path: Path, hashed: bool = False) -> tuple[Any, bytes]:
-    """`path`'s bytes, in one uint8 tensor, and with `hashed` their SHA-256 (else b"").
-    OSError where the file changes length while it is read."""
+@dataclass(frozen=True)
+class Read:
+    """A file as `read` read it."""
+
+    path: Path
+    data: Any  # its bytes, one uint8 tensor (parse: the tensors are views of it)
+    digest: bytes  # their SHA-256, taken as they were read (b"": not hashed)
+
+
+def read(path: Path, hashed: bool = False) -> Read:
+    """`path`'s bytes, with `hashed` their SHA-256. OSError where the file changes length
+    while it is read."""
     import torch
 
     hasher = _Hasher(hashed)
@@ -140,17 +150,20 @@ def read(path: Path, hashed: bool = False) -> tuple[Any, bytes]:
                 done += n
             if f.read(1):
                 raise OSError(f"{path} grew while it was read")
-        return data, hasher.digest()
+        return Read(path, data, hasher.digest())
     finally:
         hasher.close()
 
 
 def parse(data: Any) -> Any:
     """The value a file of `write` holds, from its bytes (`read`): each tensor a view of
-    `data`. ValueError where they are not such a file."""
+    `data`'s memory, a storage of its own (torch.save of some of them saves theirs alone,
+    and refuses views of one storage as different dtypes). ValueError where they are not
+    such a file."""
     import torch
 
-    raw = memoryview(data.numpy())
+    buffer = data.numpy()  # what the tensors' storages hold on to
+    raw = memoryview(buffer)
     start = len(MAGIC) + 8
     if len(raw) < start or bytes(raw[: len(MAGIC)]) != MAGIC:
         raise ValueError("not a tensor file")
@@ -169,7 +182,7 @@ def parse(data: Any) -> Any:
             if first + size > len(raw):
                 raise ValueError("a tensor file cut short in its tensors")
             offset[0] = first + size
-            flat = data[first : first + size].view(value.dtype)
+            flat = torch.frombuffer(buffer, dtype=value.dtype, count=value.numel(), offset=first)
             return flat.as_strided(value.shape, value.stride())
         if isinstance(value, dict):
             return {k: rebuilt(v) for k, v in value.items()}
@@ -184,5 +197,5 @@ def parse(data: Any) -> Any:
 
 
 def load(path: Path) -> Any:
-    """The value `write` saved to `path` (parse(read(path)))."""
-    return parse(read(path)[0])
+    """The value `write` saved to `path`."""
+    return parse(read(path).data)

@@ -1,13 +1,22 @@
 """References computed once per node (reference_store.py): a second evaluator reads the
-first one's reference from disk instead of running the reference again, and a stored file
-that anything but an evaluator changed is not used."""
+first one's reference from disk instead of running the reference again, a stored file that
+anything but an evaluator changed is not used, and the child's file of the reference's
+tensors becomes the stored one (renamed; from another file system, written from the bytes
+the parent read)."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import pytest
 import torch
 
-from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.evaluator import EvalConfig, Evaluator, Status, tensorfile
 from kforge_search.evaluator import pipeline as pipeline_mod
+from kforge_search.evaluator.exact import Numerics
+from kforge_search.evaluator.reference import Reference
+from kforge_search.evaluator.reference_store import ReferenceStore
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.conftest import EXAMPLES
@@ -43,6 +52,9 @@ def test_a_second_evaluator_reads_the_reference_the_first_computed(tmp_path, mon
     first, second = Evaluator(config), Evaluator(config)
     try:
         ref = first.reference(problem, CPU)
+        # its child's folder (its oracle's now) keeps no copy of what was stored
+        (oracle,) = first._oracles.values()
+        assert oracle.work.is_dir() and not list(oracle.work.glob("reference-outputs*"))
         again = second.reference(problem, CPU)
         assert ran == [problem.sizes_key]  # the second read it
         assert len(again.outputs) == len(ref.outputs) == 9
@@ -61,7 +73,8 @@ def test_a_second_evaluator_reads_the_reference_the_first_computed(tmp_path, mon
         second.close()
 
 
-def test_a_stored_reference_changed_on_disk_is_computed_again(tmp_path, monkeypatch):
+@pytest.mark.parametrize("part", [".pt", ".meta"])  # its tensors, the rest of it
+def test_a_stored_reference_changed_on_disk_is_computed_again(tmp_path, monkeypatch, part):
     monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path))
     ran = _runs(monkeypatch)
     problem = _problem(131)
@@ -71,9 +84,9 @@ def test_a_stored_reference_changed_on_disk_is_computed_again(tmp_path, monkeypa
         first.reference(problem, CPU, oracle=False)
     finally:
         first.close()
-    (stored,) = (tmp_path / "references").glob("*.pt")
+    (stored,) = (tmp_path / "references").glob(f"*{part}")
     data = bytearray(stored.read_bytes())
-    data[-20] ^= 0xFF  # one byte of the outputs changed: the seal no longer matches
+    data[-20] ^= 0xFF  # one byte changed: the seal no longer matches
     stored.write_bytes(bytes(data))
     second = Evaluator(config)
     try:
@@ -81,3 +94,57 @@ def test_a_stored_reference_changed_on_disk_is_computed_again(tmp_path, monkeypa
     finally:
         second.close()
     assert ran == [problem.sizes_key] * 2
+
+
+def _child_file(folder: Path) -> tuple[Reference, tensorfile.Read]:
+    """A reference and the file its child would have saved, as the parent read it."""
+    torch.manual_seed(0)
+    outputs, exact = [[torch.randn(4, 6)]], [[torch.randn(4, 6, dtype=torch.float64)]]
+    buffers = [{"running_mean": torch.randn(6)}]
+    path = folder / "reference-outputs.pt"
+    tensorfile.write({"outputs": outputs, "buffers": buffers, "exact": exact}, path)
+    numerics = Numerics(exact=exact, float32_error=(0.25,), magnitudes=((0.75,),))
+    ref = Reference(outputs=outputs, warnings=("w",), device_name="cpu", torch_version="t",
+                    per_call_ms=1.5, buffers=buffers, numerics=numerics)  # fmt: skip
+    return ref, tensorfile.read(path, hashed=True)
+
+
+def _same_reference(loaded: dict, ref: Reference) -> None:
+    again = Reference(**loaded)
+    assert torch.equal(again.outputs[0][0], ref.outputs[0][0])
+    assert torch.equal(again.numerics.exact[0][0], ref.numerics.exact[0][0])
+    assert torch.equal(again.buffers[0]["running_mean"], ref.buffers[0]["running_mean"])
+    assert (again.numerics.float32_error, again.numerics.magnitudes) == ((0.25,), ((0.75,),))
+    assert (again.warnings, again.per_call_ms, again.footprint) == (("w",), 1.5, None)
+
+
+def test_the_childs_file_is_renamed_into_the_store(tmp_path):
+    store = ReferenceStore(tmp_path / "references", tmp_path)
+    work = tmp_path / "kforge-ref-x"  # the child's folder, on the store's file system
+    work.mkdir()
+    ref, read = _child_file(work)
+    inode = read.path.stat().st_ino
+    assert store.save("k", ref, read)
+    (stored,) = (tmp_path / "references").glob("*.pt")
+    assert stored.stat().st_ino == inode and not read.path.exists()  # moved, not copied
+    _same_reference(store.load("k"), ref)
+    assert store.load("other key") is None
+
+
+def test_a_childs_file_on_another_file_system_is_written_from_the_bytes_read(tmp_path):
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or shm.stat().st_dev == tmp_path.stat().st_dev:
+        pytest.skip("needs /dev/shm on a file system of its own")
+    store = ReferenceStore(tmp_path / "references", tmp_path)
+    work = shm / f"kforge-test-{os.getpid()}"
+    work.mkdir()
+    try:
+        ref, read = _child_file(work)
+        assert store.save("k", ref, read)
+        (stored,) = (tmp_path / "references").glob("*.pt")
+        assert stored.read_bytes() == read.path.read_bytes()
+        _same_reference(store.load("k"), ref)
+    finally:
+        for path in work.iterdir():
+            path.unlink()
+        work.rmdir()

@@ -4,6 +4,7 @@ hashed as they are written and read (the reference store's seal covers those byt
 from __future__ import annotations
 
 import hashlib
+import io
 
 import pytest
 import torch
@@ -42,8 +43,9 @@ def test_a_value_comes_back_as_views_of_the_bytes_read_and_hashed(tmp_path):
     value = _value()
     digest = tensorfile.write(value, tmp_path / "t", hashed=True)
     assert digest == hashlib.sha256((tmp_path / "t").read_bytes()).digest()
-    data, read_digest = tensorfile.read(tmp_path / "t", hashed=True)
-    assert read_digest == digest
+    read = tensorfile.read(tmp_path / "t", hashed=True)
+    assert read.digest == digest and read.path == tmp_path / "t"
+    data = read.data
     back = tensorfile.parse(data)
     _same(value, back)
     assert back["outputs"][0][0].stride() == (1, 7)  # a dense layout is kept as it was
@@ -51,8 +53,13 @@ def test_a_value_comes_back_as_views_of_the_bytes_read_and_hashed(tmp_path):
     for t in (back["outputs"][0][0], back["exact"][0][0], back["buffers"][0]["running_mean"]):
         assert start <= t.data_ptr() < end  # no copy: a view of what was read
         assert t.data_ptr() % tensorfile.ALIGN == start % tensorfile.ALIGN
+    # each a storage of its own: saved together (float32 beside float64), or alone
+    together, alone = io.BytesIO(), io.BytesIO()
+    torch.save([back["outputs"], back["exact"]], together)
+    torch.save(back["buffers"][0]["running_mean"], alone)
+    assert len(alone.getvalue()) < 2000 < data.numel()
     assert tensorfile.write(value, tmp_path / "u") == b""  # unhashed: none taken
-    assert tensorfile.read(tmp_path / "u")[1] == b""
+    assert tensorfile.read(tmp_path / "u").digest == b""
 
 
 def test_a_file_cut_short_or_grown_is_refused(tmp_path):
