@@ -113,6 +113,46 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     assert modes == ["shared", "shared", "exclusive", "shared"]  # reference; baseline child
 
 
+def test_a_timing_that_asks_while_others_time_goes_before_their_work_after_timing(tmp_path):
+    """Timings in a batch, not one per round of work: each evaluator holds the lock shared
+    again right after its timed runs (the oracle's check, the unseen sizes). A timing that
+    asks while another times goes before that work; before, it waited for it (H100, 8
+    actors: 6.5 s for the lane and 5 s more to get the shared hold back per candidate)."""
+    work, first, second, third = (DeviceLock("dev", tmp_path) for _ in range(4))
+    work.hold(False)
+    log: list[str] = []
+
+    def evaluate(lock: DeviceLock, name: str) -> None:
+        lock.hold(True)
+        log.append(name)
+        time.sleep(0.4)  # its timed runs
+        lock.hold(False)  # then its work after timing
+        log.append(f"{name} after")
+        lock.release()
+
+    def asks_while(name: str, other: str, lock: DeviceLock) -> None:
+        while other not in log:
+            time.sleep(0.01)
+        evaluate(lock, name)
+
+    threads = [threading.Thread(target=evaluate, args=(first, "t1"), daemon=True)]
+    threads[0].start()
+    time.sleep(0.2)
+    threads.append(threading.Thread(target=asks_while, args=("t2", "t1", second), daemon=True))
+    threads.append(threading.Thread(target=asks_while, args=("t3", "t2", third), daemon=True))
+    for thread in threads[1:]:
+        thread.start()
+    time.sleep(0.2)
+    assert log == []  # the timing waits for the work running
+    work.release()
+    for thread in threads:
+        thread.join(10)
+    assert log[:3] == ["t1", "t2", "t3"], log  # one after another
+    assert sorted(log[3:]) == ["t1 after", "t2 after", "t3 after"], log
+    for lock in (work, first, second, third):
+        lock.close()
+
+
 def test_a_spare_does_not_queue_behind_a_waiting_timing(tmp_path):
     """An evaluator holds the lock shared while its child (a spare still warming up) starts;
     a timing waits for that evaluator; the spare's hold must not wait for the timing's
