@@ -26,32 +26,6 @@ console = Console()
 err = Console(stderr=True)
 
 
-def _problems(
-    suite: str, sizes: str | None, overrides: dict[str, Any], match: str | None
-) -> tuple[list[Any], list[str]]:
-    from kforge_search.cli.common import fail
-    from kforge_search.problem import ProblemError, bundled_problems_dir, find_problems
-
-    root = Path(suite)
-    for bundled in (bundled_problems_dir() / suite, bundled_problems_dir() / f"{suite}.py"):
-        if not root.exists() and bundled.exists():
-            root = bundled
-    try:
-        problems, skipped = find_problems(root)
-    except ProblemError as exc:
-        fail(str(exc), "give a bundled suite (level1, level2), one of its problems "
-             "(level2/01_gemm_bias_relu), a problem file or a directory")  # fmt: skip
-    chosen = []
-    for p in problems:
-        if match and match not in p.name:
-            continue
-        try:
-            chosen.append(p.resized(sizes, overrides))
-        except ProblemError as exc:
-            skipped.append(f"{p.name}: {exc}")
-    return chosen, skipped
-
-
 def _peaks(platform: Any, device_name: str) -> Any:
     from kforge_search.hardware import platform_peaks
 
@@ -339,7 +313,12 @@ def bench_cmd(
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p
     (--throughput: the search's throughput instead)."""
     from kforge_search.agents.builtin import BuiltinAgent
-    from kforge_search.cli.common import fail, parse_overrides, platform_or_fail
+    from kforge_search.cli.common import (
+        fail,
+        parse_overrides,
+        platform_or_fail,
+        suite_problems,
+    )
     from kforge_search.evaluator import EvalConfig, Evaluator
     from kforge_search.search.suite_bench import (
         BenchError,
@@ -385,7 +364,7 @@ def bench_cmd(
         evaluator = Evaluator(EvalConfig(policy=policy))
     except ValueError as exc:
         fail(str(exc))
-    problems, skipped = _problems(suite, sizes, parse_overrides(overrides), match)
+    problems, skipped = suite_problems(suite, sizes, parse_overrides(overrides), match)
     try:
         done = load_rows(Path(out) / "bench.json", policy, plat.name) if resume else {}
     except BenchError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -75,3 +76,30 @@ def platform_or_fail(name: str, here: bool = True):
             f"platform {name} cannot run on this machine: {state.reason}", "see `kforge platforms`"
         )
     return platform
+
+
+def suite_problems(
+    suite: str, sizes: str | None, overrides: dict[str, Any], match: str | None
+) -> tuple[list[Any], list[str]]:
+    """A suite's problems (bundled, a file or a directory) at these sizes, those whose name
+    contains `match`, and why others were skipped."""
+    from kforge_search.problem import ProblemError, bundled_problems_dir, find_problems
+
+    root = Path(suite)
+    for bundled in (bundled_problems_dir() / suite, bundled_problems_dir() / f"{suite}.py"):
+        if not root.exists() and bundled.exists():
+            root = bundled
+    try:
+        problems, skipped = find_problems(root)
+    except ProblemError as exc:
+        fail(str(exc), "give a bundled suite (level1, level2), one of its problems "
+             "(level2/01_gemm_bias_relu), a problem file or a directory")  # fmt: skip
+    chosen = []
+    for p in problems:
+        if match and match not in p.name:
+            continue
+        try:
+            chosen.append(p.resized(sizes, overrides))
+        except ProblemError as exc:
+            skipped.append(f"{p.name}: {exc}")
+    return chosen, skipped

@@ -106,8 +106,7 @@ def _platform(name: str) -> None:
 def _problems(suite: str | None, sizes: str | None, match: str | None) -> list[str]:
     """The problems as `kforge search` takes them: SUITE's (bundled ones by name, others by
     path), or the 8 bundled level-2 problems of the throughput target; checked here."""
-    from kforge_search.cli.bench import _problems as suite_problems
-    from kforge_search.cli.common import fail, load
+    from kforge_search.cli.common import fail, load, suite_problems
     from kforge_search.problem import bundled_problems_dir
     from kforge_search.search.throughput_run import DEFAULT_PROBLEMS
 
