@@ -182,3 +182,18 @@ def writer_options(total: Mapping[str, float]) -> dict[str, Any]:
     database file), or anywhere on a cluster without it (a local `ray.init()`)."""
     resources = {WRITER_RESOURCE: 1.0} if total.get(WRITER_RESOURCE, 0.0) >= 1 else {}
     return {"resources": resources}
+
+
+def host_sharers(
+    platforms: Sequence[Platform],
+    plans: Mapping[str, PoolPlan],
+    nodes: Sequence[Mapping[str, float]],
+) -> int:
+    """At most how many of these pools' evaluator actors share one machine's memory: the
+    GPU pools' actors sharing each GPU times the most GPUs of one node, and every CPU pool's
+    actors (they may all land on one node). Each keeps its share of the references
+    (evaluator/pipeline.cached_share)."""
+    most_gpus = max((int(n.get("GPU", 0.0)) for n in nodes), default=0)
+    gpu = [plans[p.name].per_gpu for p in platforms if dict(p.ray_resources).get("GPU")]
+    cpu = sum(plans[p.name].actors for p in platforms if not dict(p.ray_resources).get("GPU"))
+    return max(1, max(gpu, default=0) * most_gpus + cpu)

@@ -216,7 +216,12 @@ def execute(
 
     from kforge_search.actors.lineage import RemoteLineage
     from kforge_search.actors.pool import EvaluatorPool
-    from kforge_search.actors.resources import CPUS_PER_ACTOR, ResourceError, plan_pools
+    from kforge_search.actors.resources import (
+        CPUS_PER_ACTOR,
+        ResourceError,
+        host_sharers,
+        plan_pools,
+    )
     from kforge_search.actors.writer import (
         BatchedWriter,
         Heartbeat,
@@ -269,13 +274,17 @@ def execute(
         nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
         try:  # one timing lane per GPU, shared by the GPU platforms' actors (resources.py)
             sized = plan_pools(plats, nodes, workers, per_gpu)
+            sharers = host_sharers(plats, sized, nodes)
             for plat in plats:
                 size, sharing = sized[plat.name].actors, sized[plat.name].per_gpu
                 # oracles (reference children kept per problem) by the actors sharing a device;
                 # a baseline child compiles with its actor's cores, not every core of the node
                 threads = CPUS_PER_ACTOR if sharing > 1 else 0
                 evaluation = replace(
-                    plan.eval_config, max_oracles=max(2, 16 // sharing), compile_threads=threads
+                    plan.eval_config,
+                    max_oracles=max(2, 16 // sharing),
+                    compile_threads=threads,
+                    host_sharers=sharers,
                 )
                 pools[plat.name] = EvaluatorPool(plat, size, evaluation, per_gpu=sharing)
                 pools[plat.name].wait_ready()

@@ -70,6 +70,14 @@ def _default_keep_mb() -> int:
 
 
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
+NODE_CACHED_SHARE = 0.4  # what all the evaluators of one machine keep together, at most
+
+
+def cached_share(sharers: int) -> float:
+    """One evaluator's share of the machine's memory for the references it keeps (and the
+    size above which a reference streams), when `sharers` evaluators share the machine: an
+    8-GPU node with 8 actors per GPU would otherwise keep 64 x 5%."""
+    return min(CACHED_SHARE, NODE_CACHED_SHARE / max(1, sharers))
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,8 @@ class EvalConfig:
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
+    # evaluators sharing this machine's memory (cached_share): the references each keeps
+    host_sharers: int = 1
     # torch.compile's compile workers in a baseline child (TORCHINDUCTOR_COMPILE_THREADS);
     # 0: torch's default, one per core: 8 actors sharing a GPU on 16 cores started 128
     compile_threads: int = 0
@@ -123,6 +133,8 @@ class EvalConfig:
             raise ValueError(f"trials={self.trials}: verification needs at least 5 trials")
         if self.max_oracles < 1:
             raise ValueError(f"max_oracles={self.max_oracles}: need >= 1")
+        if self.host_sharers < 1:
+            raise ValueError(f"host_sharers={self.host_sharers}: need >= 1")
         if self.compile_threads < 0:
             raise ValueError(f"compile_threads={self.compile_threads}: need >= 0 (0: torch's)")
         if self.timed_runs < 1 or self.warmup < 0:
@@ -219,7 +231,7 @@ class Evaluator:
             ext_cache=str(cache_dir() / "torch_extensions"),
             memory_limit_mb=self.config.memory_limit_mb,
             python_audit=self.config.python_guards,
-            reference_keep_bytes=self.config.reference_keep_mb * 2**20,
+            reference_keep_bytes=self._keep_bytes(),
             writable=(
                 str(work),
                 str(cache_dir() / "torch_extensions"),
@@ -322,14 +334,20 @@ class Evaluator:
                         saved.path.unlink(missing_ok=True)
         self._references[key] = reference
         # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
-        # than CACHED_SHARE of the machine: a large problem's reference goes with it
+        # than its share of the machine (cached_share): a large problem's reference goes
         held = sum(r.held_bytes for r in self._references.values())
-        budget = CACHED_SHARE * footprint.machine_bytes()
+        budget = cached_share(self.config.host_sharers) * footprint.machine_bytes()
         while len(self._references) > 4 or (len(self._references) > 2 and held > budget):
             held -= self._references.popitem(last=False)[1].held_bytes
         if kept is not None:
             self._keep_oracle(key, kept)
         return reference
+
+    def _keep_bytes(self) -> int:
+        """Above this a reference streams (its trials one at a time): the configured size,
+        at most this evaluator's share of the machine where several share it."""
+        share = int(cached_share(self.config.host_sharers) * footprint.machine_bytes())
+        return min(self.config.reference_keep_mb * 2**20, share)
 
     def _stored_key(self, key: str) -> str:
         """The key of a reference on disk (reference_store.py): the in-memory one, the

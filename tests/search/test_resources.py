@@ -10,6 +10,7 @@ from kforge_search.actors.resources import (
     ResourceError,
     device_resource,
     evaluator_options,
+    host_sharers,
     plan_pools,
     writer_options,
 )
@@ -168,3 +169,33 @@ def test_named_workers_are_spread_over_every_gpu():
     assert _plans(two, workers=3, platforms=both) == {"cuda-triton": (3, 3), "cuda-cpp": (3, 3)}
     with pytest.raises(ResourceError, match="10 evaluator actors on 8 GPUs"):  # 3 idle
         _plans(eight, workers=5, platforms=both)
+
+
+def test_the_evaluators_of_one_node_split_its_memory_for_references():
+    from kforge_search.evaluator.pipeline import CACHED_SHARE, EvalConfig, cached_share
+
+    h100 = [{"CPU": 16.0, "GPU": 1.0, "memory": 128e9}]
+    eight = [{"CPU": 128.0, "GPU": 8.0}, {"CPU": 8.0}]  # an 8-GPU node beside a CPU node
+    one = plan_pools([CUDA], h100, None, None)
+    assert host_sharers([CUDA], one, h100) == 8  # 8 actors sharing the one GPU
+    big = plan_pools([CUDA, CPU], eight, None, None)
+    assert host_sharers([CUDA, CPU], big, eight) == big[CUDA.name].per_gpu * 8 + 1
+    assert host_sharers([CPU], plan_pools([CPU], h100, 2, None), h100) == 2
+    # up to 8 sharers each keeps its 5%; 64 keep 40% of the node between them, not 320%
+    assert cached_share(1) == cached_share(8) == CACHED_SHARE
+    assert cached_share(64) * 64 == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="host_sharers"):
+        EvalConfig(host_sharers=0)
+
+
+def test_an_evaluator_that_shares_its_node_streams_a_reference_sooner():
+    from kforge_search.evaluator import footprint
+    from kforge_search.evaluator.pipeline import EvalConfig, Evaluator, cached_share
+
+    alone = Evaluator(EvalConfig(reference_keep_mb=10**6))
+    shared = Evaluator(EvalConfig(reference_keep_mb=10**6, host_sharers=64))
+    machine = footprint.machine_bytes()
+    assert alone._keep_bytes() == int(cached_share(1) * machine)
+    assert shared._keep_bytes() == int(cached_share(64) * machine) < alone._keep_bytes()
+    small = Evaluator(EvalConfig(reference_keep_mb=1, host_sharers=64))
+    assert small._keep_bytes() == 2**20  # the configured size where it is smaller
