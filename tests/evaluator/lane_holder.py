@@ -6,7 +6,8 @@ It takes the device lock of DEVICE (a torch device string, seen through this pro
 CUDA_VISIBLE_DEVICES) exclusively, as the evaluator does to time (devicelock.device_key),
 once all COUNT holders of the test have started. While it holds the lock its flag
 FOLDER/held-NAME exists, and it waits until it has seen the flags of MEET others (or WAIT_S
-has passed). It prints the names it saw (holders that timed beside it) as one JSON list.
+has passed); where MEET is every other holder, until all have. It prints the names it saw
+(holders that timed beside it) as one JSON list.
 """
 
 from __future__ import annotations
@@ -41,6 +42,10 @@ def main(device: str, name: str, folder: Path, count: int, meet: int, wait_s: fl
     while len(seen) < meet and time.monotonic() < deadline:
         seen.update(_others_held(folder, name))
         time.sleep(POLL_S)
+    if meet == count - 1:  # every holder meets every other: none lets go before the last
+        (folder / f"done-{name}").touch()  # has met it (a late starter found gone ones)
+        while len(list(folder.glob("done-*"))) < count and time.monotonic() < deadline:
+            time.sleep(POLL_S)
     flag.unlink()  # before letting go: a flag exists only while its holder times
     lock.close()
     return sorted(seen)
