@@ -29,10 +29,10 @@ def run_baselines(job: Job, channel: Channel) -> None:
 
     clocks = capture_clocks(job.device)
     module = exec_problem(job.problem)
-    reference, scales = None, None
+    reference = None
     if job.reference_path:  # compared on the device where it fits, as the parent's verify
         loaded = torch.load(job.reference_path, weights_only=True)
-        reference, scales = placed_reference(loaded, job.device)
+        reference = placed_reference(loaded, job.device)
     unchanged: set[str] = set()  # reduced precisions that change no output of the problem
     ready: list[tuple[str, Any]] = []
     for kind in job.baseline_kinds:
@@ -44,7 +44,7 @@ def run_baselines(job: Job, channel: Channel) -> None:
             continue
         try:
             with peers.precision(precision):
-                fn = prepare_baseline(job, module, kind, reference, scales, channel)
+                fn = prepare_baseline(job, module, kind, reference, channel)
         except Exception as exc:
             channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
             continue
@@ -65,36 +65,19 @@ def run_baselines(job: Job, channel: Channel) -> None:
     channel.send("timed")
 
 
-def placed_reference(loaded: dict[str, Any], device: str) -> tuple[dict[str, Any], Any]:
-    """The reference the parent wrote (outputs, buffers, exact, trial_ids, wide, plain) with
-    its tensors on `device` where they fit (verify.placed), and atol's scales for it, once
-    for every kind and policy (a CPU comparison of a level-2 problem at its published size
-    took 26 s of the child's 63 on the H100's host)."""
+def placed_reference(loaded: dict[str, Any], device: str) -> dict[str, Any]:
+    """The reference the parent wrote (outputs, buffers, exact, trial_ids, wide, plain,
+    scales) with its tensors on `device` where they fit (verify.placed: a CPU comparison of
+    a level-2 problem at its published size took 26 s of the child's 63 on the H100's
+    host), and "where": the device its tensors are on (the kinds' outputs go there too)."""
     from kforge_search.evaluator import verify
 
     tensors = {k: loaded[k] for k in ("outputs", "buffers", "exact")}
     moved = verify.placed(tensors, device if device.startswith("cuda") else None)
-    reference = {**loaded, **moved}
-    ids = list(reference["trial_ids"])
-    scales = verify.atol_scales(reference["outputs"], ids, reference["wide"],
-                                reference.get("plain"))  # fmt: skip
-    return reference, scales
+    return {**loaded, **moved, "where": device if moved is not tensors else "cpu"}
 
 
-def _device_of(reference: dict[str, Any]) -> Any:
-    """Where the reference's outputs are (the kinds' outputs go there too), else the CPU."""
-    import torch
-
-    for outs in reference["outputs"]:
-        for t in outs:
-            if isinstance(t, torch.Tensor):
-                return t.device
-    return torch.device("cpu")
-
-
-def prepare_baseline(
-    job: Job, module: Any, kind: str, reference: Any, scales: Any, channel: Channel
-) -> Any:
+def prepare_baseline(job: Job, module: Any, kind: str, reference: Any, channel: Channel) -> Any:
     """One kind, under its precision: built, compiled, checked and warmed up. Returns the
     callable to time, None when the kind fails every policy, or peers.SAME when its
     precision changes nothing here (neither is timed)."""
@@ -107,7 +90,7 @@ def prepare_baseline(
     fn = torch.compile(model) if mode == "compile" else model
     if reference is not None and kind != "eager":
         names = tuple(sorted({n for trial in reference["buffers"] for n in trial}))
-        where = _device_of(reference)
+        where = reference["where"]
 
         def run_trials() -> tuple[list[list[Any]], list[dict[str, Any]]]:
             from kforge_search.evaluator import verify
@@ -118,10 +101,11 @@ def prepare_baseline(
                     out = fn(*job_inputs.make_inputs(module, job, trial))
                 items = list(out) if isinstance(out, list | tuple) else [out]
                 outputs.append([t.detach().to(where).clone() for t in items])
-                states.append(verify.placed(model_buffers.reported(model, names), str(where)))
+                states.append(verify.placed(model_buffers.reported(model, names), where))
             return outputs, states
 
-        checks, note = peers.check_kind(run_trials, reference, precision != peers.FP32, scales)
+        reduced = precision != peers.FP32
+        checks, note = peers.check_kind(run_trials, reference, reduced, reference["scales"])
         channel.send("check", kind=kind, checks=[asdict(c) for c in checks], note=note)
         if note:
             channel.send("baseline", kind=kind, ok=False, error=f"{precision} {note}")

@@ -133,7 +133,7 @@ class BaselineTimer:
         while (event := child.next_event()) is not None:
             if event["type"] == "timed":
                 alone(False)
-            if event["type"] == "check":  # against the reference (peers.py), before timing
+            elif event["type"] == "check":  # against the reference (peers.py), before timing
                 checks = tuple(PeerCheck(**c) for c in event["checks"])
                 self.checks[event["kind"]] = (checks, event.get("note", ""))
             elif event["type"] == "warm":  # compiled and warmed up: time it alone

@@ -65,16 +65,21 @@ class Numerics:
                 "plain": self.plain or None}  # fmt: skip
 
     def save_for_child(
-        self, outputs: list[list[Any]], buffers: list[dict[str, Any]], folder: Path
+        self,
+        outputs: list[list[Any]],
+        buffers: list[dict[str, Any]],
+        scales: list[list[float]],
+        folder: Path,
     ) -> str:
-        """Saves what a baseline child checks its kinds against (peers.check_kind); its path."""
+        """Saves what a baseline child checks its kinds against (peers.check_kind), with
+        atol's `scales` for it (Reference.scales: not computed again there); its path."""
         import torch
 
         path = folder / "reference.pt"
         ids = list(self.trial_ids or range(len(outputs)))
         torch.save({"outputs": outputs, "buffers": buffers, "exact": self.exact,
                     "trial_ids": ids, "wide": list(self.wide),
-                    "plain": list(self.plain) or None}, path)  # fmt: skip
+                    "plain": list(self.plain) or None, "scales": scales}, path)  # fmt: skip
         return str(path)
 
 

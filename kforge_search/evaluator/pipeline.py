@@ -458,7 +458,9 @@ class Evaluator:
         # the kinds are checked against the reference (peers.py) where the parent holds it;
         # a streamed reference's are not (a reduced kind is then no peer: peers.admissible)
         stream = ref.streamed is not None
-        checked = "" if stream else ref.numerics.save_for_child(ref.outputs, ref.buffers, work)
+        checked = ""
+        if not stream:
+            checked = ref.numerics.save_for_child(ref.outputs, ref.buffers, ref.scales, work)
         job = self._job("baseline", problem, platform, work, ref.footprint, stream,
                         baseline_kinds=kinds, reference_path=checked,
                         skip_trials=ref.numerics.dropped)  # fmt: skip

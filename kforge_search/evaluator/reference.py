@@ -58,7 +58,7 @@ class Reference:
         return sum(t.numel() * t.element_size() for t in self.outputs[0]) if self.outputs else 0
 
     @functools.cached_property
-    def _scales(self) -> list[list[float]]:
+    def scales(self) -> list[list[float]]:
         """atol's factors per compared trial and output (verify.atol_scales): from the
         outputs' sizes its child measured (Numerics.magnitudes), else once per reference,
         not per candidate (a pass over every trial's outputs in float64)."""
@@ -78,8 +78,8 @@ class Reference:
         plain = n.plain or None
         if self.streamed is None:
             return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain,
-                              self._scales, policy, device=device)  # fmt: skip
-        return TrialCheck([], None, self.buffers, ids, n.wide, plain, self._scales, policy,
+                              self.scales, policy, device=device)  # fmt: skip
+        return TrialCheck([], None, self.buffers, ids, n.wide, plain, self.scales, policy,
                           oracle, self.streamed.float64, device=device)  # fmt: skip
 
     @property

@@ -198,8 +198,8 @@ def test_the_child_measures_the_sizes_and_float32_error_the_parent_would(evaluat
     assert n.wide and len(n.magnitudes) == len(ref.outputs) == len(n.trial_ids) == 9
     assert n.magnitudes == tuple(tuple(magnitude(t) for t in outs) for outs in ref.outputs)
     ids = list(n.trial_ids)
-    assert ref._scales == atol_scales(ref.outputs, ids, n.wide, n.plain)
-    assert any(s > 1 for row in ref._scales for s in row)  # a wide trial scales atol
+    assert ref.scales == atol_scales(ref.outputs, ids, n.wide, n.plain)
+    assert any(s > 1 for row in ref.scales for s in row)  # a wide trial scales atol
     error = [0.0] * len(ref.outputs[0])
     for pos, tid in enumerate(ids):
         if tid in n.plain:
