@@ -336,7 +336,10 @@ class Evaluator:
         # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
         # than its share of the machine (cached_share): a large problem's reference goes
         held = sum(r.held_bytes for r in self._references.values())
-        budget = cached_share(self.config.host_sharers) * footprint.machine_bytes()
+        budget = max(
+            cached_share(self.config.host_sharers) * footprint.machine_bytes(),
+            self._keep_bytes(),
+        )
         while len(self._references) > 4 or (len(self._references) > 2 and held > budget):
             held -= self._references.popitem(last=False)[1].held_bytes
         if kept is not None:
@@ -346,8 +349,11 @@ class Evaluator:
     def _keep_bytes(self) -> int:
         """Above this a reference streams (its trials one at a time): the configured size,
         at most this evaluator's share of the machine where several share it."""
+        configured = self.config.reference_keep_mb * 2**20
+        if self.config.host_sharers == 1:  # alone on the machine: what the user configured
+            return configured
         share = int(cached_share(self.config.host_sharers) * footprint.machine_bytes())
-        return min(self.config.reference_keep_mb * 2**20, share)
+        return min(configured, share)
 
     def _stored_key(self, key: str) -> str:
         """The key of a reference on disk (reference_store.py): the in-memory one, the

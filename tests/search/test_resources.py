@@ -195,7 +195,9 @@ def test_an_evaluator_that_shares_its_node_streams_a_reference_sooner():
     alone = Evaluator(EvalConfig(reference_keep_mb=10**6))
     shared = Evaluator(EvalConfig(reference_keep_mb=10**6, host_sharers=64))
     machine = footprint.machine_bytes()
-    assert alone._keep_bytes() == int(cached_share(1) * machine)
+    assert alone._keep_bytes() == 10**6 * 2**20  # alone on the machine: as configured
     assert shared._keep_bytes() == int(cached_share(64) * machine) < alone._keep_bytes()
+    default = Evaluator(EvalConfig(host_sharers=64))
+    assert default._keep_bytes() == int(cached_share(64) * machine)
     small = Evaluator(EvalConfig(reference_keep_mb=1, host_sharers=64))
     assert small._keep_bytes() == 2**20  # the configured size where it is smaller
