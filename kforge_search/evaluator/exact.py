@@ -1,7 +1,7 @@
 """The reference's numerics (docs/evaluator.md, "Numerics"): its wide-range trials and its
 float64 run.
 
-In the reference's child (worker.run_reference): a wide-range trial (inputs.wide_range)
+In the reference's child (reference_child.run_reference): a wide-range trial (inputs.wide_range)
 whose outputs or changed buffers are not finite is dropped (`drop_nonfinite`), and where
 outputs are float32 the Model runs again in float64 (`float64_run`: built as the
 reference's, `model.double()`, every trial's inputs in float64, in the same order, so
@@ -214,7 +214,7 @@ def float64_run(
 
 def float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any], str]:
     """One trial of the float64 run in lockstep with the float32 one (a streamed reference:
-    worker.replay): the outputs of `model` (already `.double()`) on `inputs` in float64,
+    reference_child.replay): the outputs of `model` (already `.double()`) on `inputs` in float64,
     or ([], why there is none): the same reasons as `float64_run`'s."""
     import torch
 

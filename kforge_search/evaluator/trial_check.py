@@ -5,7 +5,7 @@ changes) in a file of its own and waits; the parent reads it, takes the referenc
 for that trial, compares, and only then lets the child run the next trial
 (worker.verify_trials). The reference's trial comes from the parent's memory, or, for a
 streamed reference (footprint.streamed: every trial's outputs and float64 copies would not
-fit), from its oracle, which recomputes it (worker.serve_trials) only once the candidate's
+fit), from its oracle, which recomputes it (reference_child.serve_trials) only once the candidate's
 outputs for it are in the parent: the reference's outputs for a trial never exist before the
 candidate's are fixed. The parent holds one trial's outputs, of each side, at a time.
 """

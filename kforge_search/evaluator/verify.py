@@ -348,7 +348,7 @@ def largest_difference(a: Any, b: Any) -> float:
 
 def all_close(a: Any, b: Any, rtol: float, atol: float) -> bool:
     """torch.allclose(a, b, equal_nan=True) piece by piece, `b` brought to `a`'s device a
-    piece at a time (the reference's determinism check: worker.run_reference)."""
+    piece at a time (the reference's determinism check: reference_child.run_reference)."""
     import torch
 
     if tuple(a.shape) != tuple(b.shape):
@@ -382,7 +382,7 @@ def scales_of(
     plain: Sequence[int] | None = None,
 ) -> list[list[float]]:
     """atol_scales from each compared trial's outputs' sizes (`magnitude`), as a streamed
-    reference's child measured them (worker.streamed_reference_trials)."""
+    reference's child measured them (reference_child.streamed_reference_trials)."""
     base: dict[int, list[float]] = {}
     for tid, outs in zip(trial_ids, sizes, strict=True):
         if (tid in plain) if plain is not None else (tid not in wide):

@@ -1,0 +1,426 @@
+"""The reference's child and its oracle (worker.py's modes "reference" and "oracle"): the
+problem's footprint, its trials kept whole (reference_trials) or streamed one at a time
+(streamed_reference_trials, replay), its float64 run, its time per call; then, in the same
+process that never loads a candidate, the oracle that answers for a candidate's timed runs
+and recomputes a streamed reference's trials (serve_oracle, serve_trials).
+"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kforge_search.evaluator import buffers as model_buffers
+from kforge_search.evaluator import exact, footprint, tensorfile
+from kforge_search.evaluator import inputs as job_inputs
+from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.verify import all_close, magnitude
+from kforge_search.evaluator.worker import CandidateFailure, Channel, build_model, synchronize
+from kforge_search.problem import exec_problem
+
+PER_CALL_RUNS = 5  # the reference's calls timed for its time per call (limits.py)
+
+
+def reference_footprint(job: Job, module: Any, channel: Channel) -> footprint.Footprint | None:
+    """The problem's footprint (footprint.py), told to the parent (which scales this child's
+    memory limit to it; on the CPU the child raises its own RLIMIT_DATA to match), or a
+    PROBLEM_ERROR where the machine or the device cannot hold its evaluation."""
+    import torch
+
+    fp = footprint.measure(module)
+    if isinstance(fp, str):
+        channel.send("footprint", footprint=None, why=fp)
+        return None
+    channel.send("footprint", footprint=fp.as_dict())
+    stream = footprint.streamed(fp, job.total_trials, job.reference_keep_bytes)
+    if why := footprint.shortfall(job.problem, fp, job.device, job.total_trials, stream):
+        raise CandidateFailure("PROBLEM_ERROR", why)
+    if job.device.startswith("cuda"):
+        free, total = torch.cuda.mem_get_info()
+        if why := footprint.device_shortfall(job.problem, fp, free, total):
+            raise CandidateFailure("PROBLEM_ERROR", why)
+    limit = footprint.limit_mb(
+        job.memory_limit_mb, fp, job.mode, job.device, job.total_trials, stream
+    )
+    if job.device == "cpu" and limit > job.memory_limit_mb:
+        hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+        soft = limit * 2**20 if hard == resource.RLIM_INFINITY else min(limit * 2**20, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+    return fp
+
+
+def out_of_memory(exc: BaseException) -> str:
+    """ "device" or "host" where `exc` says an allocation failed there, else ""."""
+    import torch
+
+    if isinstance(exc, torch.cuda.OutOfMemoryError):
+        return "device"
+    if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
+        return "host"
+    return ""
+
+
+def run_reference(job: Job, channel: Channel) -> None:
+    channel.stage("reference")
+    module = exec_problem(job.problem)
+    fp = reference_footprint(job, module, channel)
+    streamed = fp is not None and footprint.streamed(fp, job.total_trials, job.reference_keep_bytes)
+    try:
+        (streamed_reference_trials if streamed else reference_trials)(job, module, channel)
+    except Exception as exc:
+        if not (where := out_of_memory(exc)):
+            raise
+        raise CandidateFailure(
+            "PROBLEM_ERROR",
+            footprint.out_of_memory(job.problem, fp, where, exc),
+            traceback=traceback.format_exc(),
+        ) from exc
+
+
+def reference_trials(job: Job, module: Any, channel: Channel) -> None:
+    """The reference's trials, its float64 run and its time per call, saved for the parent;
+    then, its lists let go, it serves as the oracle (serve_oracle)."""
+    model = build_model(module.Model, module, job)
+    forward = model_forward(model, job.device)
+    trials, states = [], []  # each trial's outputs, and the buffers its forward changed
+    sizes: list[list[float]] = []  # each trial's outputs' sizes (Numerics.magnitudes)
+    failed: dict[int, str] = {}  # wide-range trials whose forward raised
+    started = time.perf_counter()
+    for i in range(job.total_trials):
+        before = model_buffers.snapshot(model)
+        try:
+            outputs = forward(job_inputs.make_inputs(module, job, i))
+        except Exception as exc:
+            if i < job.first_wide_trial:
+                raise
+            failed[i], outputs = f"{type(exc).__name__}: {exc}"[:200], []
+        sizes.append([magnitude(t) for t in outputs])  # on the device, for every evaluator
+        trials.append([t.detach().to("cpu").clone() for t in outputs])
+        states.append(model_buffers.changed(model, before))
+    float32_s = time.perf_counter() - started
+    kept = exact.drop_nonfinite(trials, states, job.first_wide_trial, failed, job.trials)
+    # a model built again (the first one let go): the determinism check, then the time per
+    # call and the oracle
+    del model, forward
+    forward = model_forward(build_model(module.Model, module, job), job.device)
+    again = forward(job_inputs.make_inputs(module, job, 0))
+    check_deterministic(trials[0], again)
+    del again  # its device memory goes before the float64 run
+    warnings = degeneracy_warnings(trials)
+    float64, why, error = exact.float64_run(
+        build_model(module.Model, module, job),
+        lambda t: job_inputs.make_inputs(module, job, t),
+        job.total_trials,
+        kept.trial_ids,
+        trials,
+        job.device,
+        float32_s,
+        kept.plain,
+    )
+    warnings += [*kept.notes, *filter(None, [why])]
+    per_call_ms = reference_per_call(forward, module, job)
+    saved = {
+        "outputs": [trials[t] for t in kept.trial_ids],
+        "buffers": [states[t] for t in kept.trial_ids],
+        "exact": float64,
+    }
+    tensorfile.write(saved, Path(job.outputs_path))  # the parent's views of one read
+    # the parent loads what was saved: this child lets go of its copy first (the oracle it
+    # becomes would hold every trial's outputs and their float64 copies while it waits)
+    del trials, states, float64, saved
+    gc.collect()
+    channel.send(
+        "reference",
+        warnings=warnings,
+        per_call_ms=per_call_ms,
+        trials=asdict(kept),
+        float32_error=error,
+        magnitudes=[sizes[t] for t in kept.trial_ids],
+    )
+    serve_oracle(forward, module, job, channel)
+
+
+def serve_oracle(
+    forward: Callable[[list[Any]], list[Any]], module: Any, job: Job, channel: Channel
+) -> None:
+    """The reference's outputs for a candidate's timed runs, on request, in this process
+    that never loads a candidate: `runs DRAW R...` answers with the outputs of timed runs
+    R under the parent's draw (evaluator/oracle.py); `trials F64 T...` with a streamed
+    reference's verification trials T, one at a time (serve_trials); until stdin closes or
+    says `stop`."""
+    import torch
+
+    asked = 0
+    while (command := sys.stdin.readline().split())[:1] in (["runs"], ["trials"], ["end"]):
+        if command[0] == "end":  # a stream the parent ends after it ended here
+            continue
+        channel.stage("oracle")
+        if command[0] == "trials":
+            serve_trials(module, job, channel, command[1] == "1", [int(x) for x in command[2:]])
+            continue
+        draw = int(command[1])
+        outputs = [
+            [
+                t.detach().to("cpu").clone()
+                for t in forward(job_inputs.timing_inputs(module, job, r, draw))
+            ]
+            for r in (int(x) for x in command[2:])
+        ]
+        asked += 1
+        path = f"{job.outputs_path}.oracle-{asked}"
+        torch.save(outputs, path)
+        channel.send("oracle", path=path)
+
+
+def run_oracle(job: Job, channel: Channel) -> None:
+    """An oracle on its own (the reference's child that served one has ended): the
+    reference's model, built as the reference's child builds it, answering requests."""
+
+    channel.stage("reference")
+    module = exec_problem(job.problem)
+    forward = model_forward(build_model(module.Model, module, job), job.device)
+    channel.send("oracle-ready")
+    serve_oracle(forward, module, job, channel)
+
+
+def model_forward(model: Any, device: str) -> Callable[[list[Any]], list[Any]]:
+    import torch
+
+    def forward(inputs: list[Any]) -> list[Any]:
+        with torch.no_grad():
+            out = model(*inputs)
+        synchronize(device)
+        return list(out) if isinstance(out, list | tuple) else [out]
+
+    return forward
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One trial of a streamed reference (replay)."""
+
+    trial: int
+    outputs: list[Any]  # float32 run's, on the CPU
+    raised: str  # why its forward raised ("" where it did not: only a wide-range trial may)
+    exact: list[Any]  # the float64 run's outputs, on the device (empty: none)
+    why64: str  # why there is no float64 run (from this trial on)
+    changed: dict[str, Any]  # the buffers its forward changed
+    float32_s: float
+    float64_s: float
+
+
+def replay(module: Any, job: Job, float64: bool) -> Iterator[Replayed]:
+    """The reference's trials in order from fresh models, as its child first ran them:
+    every one (a dropped wide-range trial too: training-mode state follows them), with
+    `float64` the float64 run's beside them in lockstep (the model built again, `.double()`,
+    the same inputs in float64: exact.float64_step). One trial at a time: a streamed
+    reference (its child, its oracle) holds no more."""
+    import torch
+
+    model = build_model(module.Model, module, job)
+    forward = model_forward(model, job.device)
+    double: Any = None
+    why64 = "" if float64 else "numerics: no float64 run asked"
+    if float64:
+        try:
+            double = build_model(module.Model, module, job).double()
+        except Exception as exc:
+            first = (str(exc).strip().splitlines() or [""])[0][:200]
+            why64 = "numerics: no float64 reference: the model does not run in float64 "
+            why64 += f"({type(exc).__name__}: {first})"
+    for t in range(job.total_trials):
+        before = model_buffers.snapshot(model)
+        raised, outputs = "", []
+        started = time.perf_counter()
+        try:
+            outputs = forward(job_inputs.make_inputs(module, job, t))
+        except Exception as exc:
+            if t < job.first_wide_trial:
+                raise
+            raised = f"{type(exc).__name__}: {exc}"[:200]
+        saved = [o.detach().to("cpu").clone() for o in outputs]
+        del outputs
+        changed = model_buffers.changed(model, before)
+        middle = time.perf_counter()
+        exact_outs: list[Any] = []
+        if double is not None and not why64:
+            exact_outs, why64 = exact.float64_step(
+                double, job_inputs.make_inputs(module, job, t), job.device
+            )
+        synchronize(job.device)
+        ended = time.perf_counter()
+        yield Replayed(t, saved, raised, exact_outs, why64, changed, middle - started,
+                       ended - middle)  # fmt: skip
+        del saved, exact_outs
+        if job.device.startswith("cuda"):
+            torch.cuda.empty_cache()
+
+
+def float64_row(outputs: list[Any], exact_outs: list[Any]) -> list[Any] | str:
+    """Per output, the float64 output (on the CPU) of a float32 one, else None; or why the
+    float64 run's outputs cannot be the reference's."""
+    import torch
+
+    if [tuple(o.shape) for o in outputs] != [tuple(x.shape) for x in exact_outs]:
+        return "numerics: no float64 reference: the float64 run's outputs differ in number or shape"
+    return [x.detach().double().cpu() if o.dtype == torch.float32 else None
+            for o, x in zip(outputs, exact_outs, strict=True)]  # fmt: skip
+
+
+def streamed_reference_trials(job: Job, module: Any, channel: Channel) -> None:
+    """reference_trials for a problem whose trials' outputs and float64 copies do not all
+    fit (footprint.streamed): the float32 and float64 runs go in lockstep (replay), and
+    what the parent needs of the outputs is taken one trial at a time: which trials are
+    kept, each output's size per trial (verify.atol_scales), the float32 reference's
+    distance to the float64 one (Numerics.float32_error); the trials themselves are
+    recomputed by the oracle, one at a time, when a candidate is compared (serve_trials).
+    The same checks as reference_trials: nonfinite wide-range trials dropped, determinism,
+    degeneracy, the float64 run's limits (exact.FLOAT64_BUDGET)."""
+    import torch
+
+    from kforge_search.evaluator.verify import largest_difference
+
+    kept = exact.Kept([], [], plain=list(range(min(job.trials, job.first_wide_trial))))
+    states: list[dict[str, Any]] = []
+    magnitudes: list[list[float]] = []
+    warnings: list[str] = []
+    first: list[Any] = []
+    errors: list[float] = []
+    float64, why64 = False, ""
+    float32_s = float64_s = 0.0
+    for step in replay(module, job, True):
+        t, outputs = step.trial, step.outputs
+        if t == 0:  # trial 0 stays: the determinism and degeneracy checks
+            first = outputs
+            float64 = any(o.dtype == torch.float32 for o in outputs)
+            errors = [0.0] * len(outputs)
+        elif t == 1:
+            warnings += degeneracy_warnings([first, outputs])
+        float32_s, float64_s = float32_s + step.float32_s, float64_s + step.float64_s
+        why64 = why64 or step.why64
+        row: list[Any] | str = []
+        if float64 and not why64 and not step.raised:
+            row = float64_row(outputs, step.exact)
+            why64 = row if isinstance(row, str) else ""
+        budget = max(exact.FLOAT64_MIN_S, exact.FLOAT64_BUDGET * float32_s)
+        if float64 and not why64 and float64_s > budget:
+            why64 = f"numerics: no float64 reference: the float64 run took over {budget:.0f} s"
+        note = f"the reference raised on it ({step.raised})" if step.raised else ""
+        if t >= job.first_wide_trial and not note:
+            what = exact._nonfinite(outputs, step.changed)
+            note = f"the reference's {what} is not finite on it" if what else ""
+        if note:
+            kept.dropped.append(t)
+            kept.notes.append(f"numerics: wide-range trial {t} dropped: {note}")
+            continue
+        kept.trial_ids.append(t)
+        if t >= job.first_wide_trial:
+            kept.wide.append(t)
+        states.append(step.changed)
+        magnitudes.append([magnitude(o) for o in outputs])
+        if float64 and not why64 and t in kept.plain and isinstance(row, list):
+            for i, x in enumerate(row):
+                if x is not None:
+                    errors[i] = max(errors[i], largest_difference(outputs[i], x))
+        del outputs, row, step
+    if first and (constant := degeneracy_warnings([first])) and not warnings:
+        warnings += constant
+    again = model_forward(build_model(module.Model, module, job), job.device)(
+        job_inputs.make_inputs(module, job, 0)
+    )
+    check_deterministic(first, again)
+    dtypes = [str(o.dtype).removeprefix("torch.") for o in first]
+    sizes = [o.numel() * o.element_size() for o in first]
+    del again, first
+    gc.collect()
+    forward = model_forward(build_model(module.Model, module, job), job.device)
+    per_call_ms = reference_per_call(forward, module, job)
+    tensorfile.write({"buffers": states}, Path(job.outputs_path))
+    exact_ok = float64 and not why64
+    warnings += [*kept.notes, *([why64] if float64 and why64 else [])]
+    channel.send(
+        "reference",
+        warnings=warnings,
+        per_call_ms=per_call_ms,
+        trials=asdict(kept),
+        streamed={
+            "float64": exact_ok,
+            "float32_error": errors if exact_ok else [0.0] * len(errors),
+            "magnitudes": magnitudes,
+            "dtypes": dtypes,
+            "output_bytes": sum(sizes),
+        },
+    )
+    serve_oracle(forward, module, job, channel)
+
+
+def check_deterministic(first: list[Any], again: list[Any]) -> None:
+    """Trial 0's outputs and those of a second run of it, from a model built again: the
+    same (piece by piece), else the problem's error."""
+    for a, b in zip(first, again, strict=False):
+        if not all_close(a, b, rtol=1e-5, atol=1e-6):  # piece by piece
+            raise CandidateFailure(
+                "PROBLEM_ERROR",
+                "the reference is nondeterministic under a fixed seed: two runs of trial 0 "
+                "differ. Seed or remove the randomness in Model.forward (e.g. dropout), "
+                "or use deterministic ops.",
+            )
+
+
+def reference_per_call(forward: Callable[[list[Any]], list[Any]], module: Any, job: Job) -> float:
+    """The reference's time per call: its inputs, the call, a copy back (limits.py)."""
+    calls = min(job.timed_runs, PER_CALL_RUNS)
+    started = time.perf_counter()
+    for run in range(calls):
+        [t.to("cpu") for t in forward(job_inputs.timing_inputs(module, job, run))]
+    return (time.perf_counter() - started) * 1e3 / max(calls, 1)
+
+
+def serve_trials(module: Any, job: Job, channel: Channel, float64: bool, ids: list[int]) -> None:
+    """A streamed reference's verification trials `ids`, recomputed in order (replay), one
+    at a time: each saved to a file of its own (its float32 outputs, and with `float64` its
+    float64 ones), told to the parent, which answers `next` once it has read and removed it
+    (anything else ends the stream); then `trials-done`. Only the trials the reference's
+    child ran, as it ran them: no candidate's inputs."""
+    import torch
+
+    wanted, last = set(ids), max(ids, default=-1)
+    for step in replay(module, job, float64):
+        if step.trial > last:
+            break
+        if step.trial not in wanted:
+            continue
+        row = float64_row(step.outputs, step.exact) if float64 and not step.why64 else None
+        if step.raised or (float64 and not isinstance(row, list)):
+            why = step.raised or step.why64 or row
+            channel.send("trial", trial=step.trial, path="", error=f"trial {step.trial}: {why}")
+            break
+        path = f"{job.outputs_path}.trial-{step.trial}"
+        torch.save({"outputs": step.outputs, "exact": row}, path)
+        del row, step
+        channel.send("trial", path=path)
+        if sys.stdin.readline().strip() != "next":
+            break
+    channel.send("trials-done")
+
+
+def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:
+    import torch
+
+    if len(trials) > 1 and all(
+        torch.equal(a, b) for a, b in zip(trials[0], trials[1], strict=True)
+    ):
+        return [
+            "degenerate problem: the reference output does not depend on its inputs "
+            "(two different input seeds gave identical outputs)"
+        ]
+    if any(t.numel() > 1 and bool((t == t.flatten()[0]).all()) for t in trials[0]):
+        return ["degenerate problem: a reference output is constant"]
+    return []
