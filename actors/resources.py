@@ -192,7 +192,7 @@ def host_sharers(
     """At most how many of these pools' evaluator actors share one machine's memory: the
     GPU pools' actors sharing each GPU times the most GPUs of one node, and every CPU pool's
     actors (they may all land on one node). Each keeps its share of the references
-    (evaluator/pipeline.cached_share)."""
+    (evaluator/config.cached_share)."""
     most_gpus = max((int(n.get("GPU", 0.0)) for n in nodes), default=0)
     gpu = [plans[p.name].per_gpu for p in platforms if dict(p.ray_resources).get("GPU")]
     cpu = sum(plans[p.name].actors for p in platforms if not dict(p.ray_resources).get("GPU"))

@@ -25,7 +25,7 @@ from kforge_search.evaluator.result import LimitsUsed
 from kforge_search.evaluator.sandbox import Limits
 
 if TYPE_CHECKING:
-    from kforge_search.evaluator.pipeline import EvalConfig
+    from kforge_search.evaluator.config import EvalConfig
 
 RECORDED = ("build", "verify", "time", "unseen")
 

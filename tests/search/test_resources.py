@@ -172,7 +172,7 @@ def test_named_workers_are_spread_over_every_gpu():
 
 
 def test_the_evaluators_of_one_node_split_its_memory_for_references():
-    from kforge_search.evaluator.pipeline import CACHED_SHARE, EvalConfig, cached_share
+    from kforge_search.evaluator.config import CACHED_SHARE, EvalConfig, cached_share
 
     h100 = [{"CPU": 16.0, "GPU": 1.0, "memory": 128e9}]
     eight = [{"CPU": 128.0, "GPU": 8.0}, {"CPU": 8.0}]  # an 8-GPU node beside a CPU node
@@ -190,7 +190,8 @@ def test_the_evaluators_of_one_node_split_its_memory_for_references():
 
 def test_an_evaluator_that_shares_its_node_streams_a_reference_sooner():
     from kforge_search.evaluator import footprint
-    from kforge_search.evaluator.pipeline import EvalConfig, Evaluator, cached_share
+    from kforge_search.evaluator.config import EvalConfig, cached_share
+    from kforge_search.evaluator.pipeline import Evaluator
 
     alone = Evaluator(EvalConfig(reference_keep_mb=10**6))
     shared = Evaluator(EvalConfig(reference_keep_mb=10**6, host_sharers=64))

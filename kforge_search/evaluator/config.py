@@ -1,0 +1,125 @@
+"""The evaluator's configuration (EvalConfig): trials, timing, limits, baselines, and how
+much of the machine's memory the references it keeps may take (cached_share)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from kforge_search.evaluator import baselines as noise
+from kforge_search.evaluator import footprint, peers
+from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.sandbox import Limits
+
+
+def _default_memory_mb() -> int:
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    return int(min(32 * 1024, total * 0.6))
+
+
+def _default_keep_mb() -> int:
+    """A reference whose trials' outputs and float64 copies take more streams (footprint.
+    streamed): 5% of the machine (6.4 GiB of 128)."""
+    return int(CACHED_SHARE * footprint.machine_bytes() / 2**20)
+
+
+CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
+NODE_CACHED_SHARE = 0.4  # what all the evaluators of one machine keep together, at most
+
+
+def cached_share(sharers: int) -> float:
+    """One evaluator's share of the machine's memory for the references it keeps (and the
+    size above which a reference streams), when `sharers` evaluators share the machine: an
+    8-GPU node with 8 actors per GPU would otherwise keep 64 x 5%."""
+    return min(CACHED_SHARE, NODE_CACHED_SHARE / max(1, sharers))
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    policy: str = "strict"
+    trials: int = 5
+    seed: int = 2024
+    warmup: int = 10
+    timed_runs: int = 50
+    baselines: tuple[str, ...] = ("eager", "compile")
+    # each baseline also at the platform's reduced precision (TF32 on CUDA, bf16 matmuls on
+    # CPU), a peer where the policy admits it (evaluator/peers.py)
+    reduced_precision: bool = True
+    memory_limit_mb: int = field(default_factory=_default_memory_mb)
+    # a reference's trials' outputs and float64 copies past this: not kept, recomputed one
+    # trial at a time by its oracle when compared (footprint.streamed, trial_check.py)
+    reference_keep_mb: int = field(default_factory=_default_keep_mb)
+    output_limit_bytes: int = 32 * 2**20
+    setup_timeout_s: float = 180.0
+    build_timeout_s: float = 600.0
+    verify_timeout_s: float = 120.0
+    time_timeout_s: float = 300.0
+    baseline_timeout_s: float = 900.0
+    check_unseen: bool = True  # also verify at the problem's "unseen" size set
+    spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
+    compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
+    max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
+    # evaluators sharing this machine's memory (cached_share): the references each keeps
+    host_sharers: int = 1
+    # torch.compile's compile workers in a baseline child (TORCHINDUCTOR_COMPILE_THREADS);
+    # 0: torch's default, one per core: 8 actors sharing a GPU on 16 cores started 128
+    compile_threads: int = 0
+    # references read from, and stored to, the node's disk (reference_store.py); off: each
+    # evaluator runs its own
+    share_references: bool = True
+    profile: bool = False  # profile verified candidates (advice for the agents, not reward)
+    ncu: bool = True  # with profile, on CUDA: Nsight Compute's metrics too, where ncu runs
+    profile_timeout_s: float = 180.0
+    # verify/time/unseen limits: max(floor, factor x the reference's time per call x calls),
+    # at most the limits above (evaluator/limits.py); factor 0: the limits above as they are
+    limit_factor: float = 50.0
+    limit_floor_s: float = 5.0
+    baseline_spread_limit: float = noise.SPREAD_LIMIT  # p80/p20 above it: timed again
+    baseline_tries: int = 3  # at most this many timings of one noisy baseline
+    # Python candidates: the static import allowlist and introspection rules, and the runtime
+    # audit hook (imports.py, introspection.py, pyaudit.py); off only to test the defences
+    # behind them with candidates they would stop first
+    python_guards: bool = True
+
+    def __post_init__(self) -> None:
+        get_policy(self.policy)
+        if self.trials < 5:
+            raise ValueError(f"trials={self.trials}: verification needs at least 5 trials")
+        if self.max_oracles < 1:
+            raise ValueError(f"max_oracles={self.max_oracles}: need >= 1")
+        if self.host_sharers < 1:
+            raise ValueError(f"host_sharers={self.host_sharers}: need >= 1")
+        if self.compile_threads < 0:
+            raise ValueError(f"compile_threads={self.compile_threads}: need >= 0 (0: torch's)")
+        if self.timed_runs < 1 or self.warmup < 0:
+            raise ValueError(f"timed_runs={self.timed_runs}, warmup={self.warmup}: need >= 1, >= 0")
+        unknown = set(self.baselines) - set(peers.MODES)
+        if unknown:
+            raise ValueError(f"unknown baselines {sorted(unknown)}: use eager and/or compile")
+        if self.limit_factor < 0 or self.limit_floor_s <= 0:
+            raise ValueError(
+                f"limit_factor={self.limit_factor}, limit_floor_s={self.limit_floor_s}: "
+                "need a factor >= 0 (0: fixed limits) and a floor > 0 s"
+            )
+        if self.baseline_spread_limit < 1 or self.baseline_tries < 1:
+            raise ValueError(
+                f"baseline_spread_limit={self.baseline_spread_limit}, baseline_tries="
+                f"{self.baseline_tries}: need a spread limit >= 1 (p80/p20) and >= 1 try"
+            )
+
+    def limits(self) -> Limits:
+        return Limits(
+            stage_timeouts_s=(
+                ("setup", self.setup_timeout_s),
+                ("build", self.build_timeout_s),
+                ("verify", self.verify_timeout_s),
+                ("unseen", self.build_timeout_s + self.verify_timeout_s),
+                ("reference", self.verify_timeout_s + self.setup_timeout_s),
+                ("oracle", self.verify_timeout_s),
+                ("time", self.time_timeout_s),
+                ("baseline", self.baseline_timeout_s),
+                ("profile", self.profile_timeout_s),
+            ),
+            memory_mb=self.memory_limit_mb,
+            output_bytes=self.output_limit_bytes,
+        )
