@@ -203,5 +203,9 @@ def main() -> None:
 
     # the processes this command starts (Ray's workers, evaluators' children) share compiled
     # bytecode: where the interpreter's packages ship without it, each would compile torch
-    os.environ.setdefault("PYTHONPYCACHEPREFIX", str(pycache_dir()))
+    # (written, even where the environment says PYTHONDONTWRITEBYTECODE: it is kforge's cache
+    # folder, and a prefix nobody writes makes every process compile: sandbox.writable_bytecode)
+    if "PYTHONPYCACHEPREFIX" not in os.environ:
+        os.environ["PYTHONPYCACHEPREFIX"] = str(pycache_dir())
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     app()
