@@ -186,7 +186,15 @@ def harness_targets() -> list[tuple[str, Any, str]]:
 
     import torch
 
-    from kforge_search.evaluator import buffers, build, inputs, timed_runs, timing, worker
+    from kforge_search.evaluator import (
+        buffers,
+        build,
+        child_failure,
+        inputs,
+        timed_runs,
+        timing,
+        worker,
+    )
 
     targets = [(f"time.{n}", time, n) for n in ("perf_counter", "perf_counter_ns", "monotonic")]
     targets += [(f"torch.{n}", torch, n) for n in ("equal", "save", "allclose", "no_grad")]
@@ -199,7 +207,8 @@ def harness_targets() -> list[tuple[str, Any, str]]:
             (f"torch.cuda.Event.{n}", torch.cuda.Event, n)
             for n in ("record", "elapsed_time", "synchronize")
         ]
-    for module in (buffers, build, inputs, sys.modules[__name__], timed_runs, timing, worker):
+    modules = (buffers, build, child_failure, inputs, sys.modules[__name__], timed_runs, timing)
+    for module in (*modules, worker):
         for name, value in vars(module).items():
             if callable(value) and getattr(value, "__module__", "") == module.__name__:
                 targets.append((f"{module.__name__}.{name}", module, name))

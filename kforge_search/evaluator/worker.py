@@ -30,6 +30,7 @@ from kforge_search.evaluator import (
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.cache_seal import private_dir
+from kforge_search.evaluator.child_failure import CandidateFailure, rejected
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
@@ -51,17 +52,6 @@ class Channel:
 
     def stage(self, name: str) -> None:
         self.send("stage", stage=name)
-
-
-class CandidateFailure(Exception):
-    def __init__(self, status: str, message: str, **fields: Any):
-        super().__init__(message)
-        self.status = status
-        self.fields = fields
-
-
-def rejected(reason: str, message: str) -> CandidateFailure:
-    return CandidateFailure("REJECTED", f"{message} [{reason}]", reasons=[reason])
 
 
 def synchronize(device: str) -> None:
