@@ -3,7 +3,7 @@
 Where one evaluation's time goes, on the machine it runs on. All options:
 
     python scripts/eval_phases.py OUTDIR [--problems 01 13] [--platform cuda-triton] \
-        [--sizes NAME] [--policy loose] [--repeat 2] [--python-profile]
+        [--sizes NAME] [--policy loose] [--repeat 2] [--python-profile] [--suite DIR]
 
 For each problem the builtin agent's seed draft is evaluated `repeat` times by one
 Evaluator: the first pays for the reference and the baselines, the later ones cost what a
@@ -33,6 +33,9 @@ def main() -> int:
     ap.add_argument("--policy", default="loose")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--python-profile", action="store_true")
+    ap.add_argument(
+        "--suite", default=None, help="a folder of problem files (default: bundled level2)"
+    )
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -48,14 +51,16 @@ def main() -> int:
     from kforge_search.platforms import get_platform
     from kforge_search.problem import resolve_problem
 
-    suite = Path(__file__).resolve().parents[1] / "problems" / "level2"
+    bundled = Path(__file__).resolve().parents[1] / "problems" / "level2"
+    suite = Path(args.suite) if args.suite else bundled
     names = sorted(p.stem for p in suite.glob("*.py"))
     platform = get_platform(args.platform)
     evaluator = Evaluator(EvalConfig(policy=args.policy))
     rows = []
     for prefix in args.problems:
         name = next(n for n in names if n.startswith(prefix + "_"))
-        problem = resolve_problem(f"level2/{name}", size_set=args.sizes)
+        where = str(suite / f"{name}.py") if args.suite else f"level2/{name}"
+        problem = resolve_problem(where, size_set=args.sizes)
         context = Context(problem, platform, args.policy, budget=1)
         (draft, *_) = BuiltinAgent().propose(context)
         for attempt in range(args.repeat):

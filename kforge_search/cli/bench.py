@@ -127,8 +127,11 @@ def _bench_problem(
     def show(parent: Any, name: str = problem.name) -> None:
         res = parent.result
         ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
+        slowest = sorted(res.phases, key=lambda p: -p[1])[:4]
+        where = ", ".join(f"{n} {s:.1f}" for n, s in slowest if s >= 0.05)
+        where = f": {where}" if where else ""
         log.print(
-            f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s)"
+            f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s{where})"
             f" [dim]{parent.draft.note[:90]}[/]",
             highlight=False,
             soft_wrap=True,

@@ -126,12 +126,18 @@ class BaselineTimer:
         self.failed: dict[str, str] = {}
         self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
 
-    def drive(self, child: Any, alone: Callable[[bool], None]) -> None:
+    def drive(
+        self, child: Any, alone: Callable[[bool], None], pause: Callable[[], object] = bool
+    ) -> None:
         """Events of the child (a sandbox.Child) until it ends; `alone(True)` before the
         first kind's timed runs, `alone(False)` after the last's ("timed": the child
-        prepares every kind first, baseline_child.py, and times them in one hold)."""
+        prepares every kind first, baseline_child.py, and times them in one hold);
+        `pause()` between two kinds' preparations (the lock's yield_to_timing)."""
         while (event := child.next_event()) is not None:
-            if event["type"] == "timed":
+            if event["type"] == "pause":
+                pause()
+                child.ask("go")  # the stage's clock starts again: the wait is not the child's
+            elif event["type"] == "timed":
                 alone(False)
             elif event["type"] == "check":  # against the reference (peers.py), before timing
                 checks = tuple(PeerCheck(**c) for c in event["checks"])

@@ -368,7 +368,7 @@ class Evaluator:
                 timer = noise.BaselineTimer(
                     kinds, self.config.baseline_spread_limit, self.config.baseline_tries
                 )
-                timer.drive(child, alone)
+                timer.drive(child, alone, lock.yield_to_timing)
             assert child.exit is not None
             return timer.results(f"{describe_exit(child.exit)}: {child.exit.output[-1500:]}")
         finally:

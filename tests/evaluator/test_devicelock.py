@@ -45,6 +45,36 @@ def test_work_shares_the_device_and_a_waiting_timing_goes_before_new_work(tmp_pa
         lock.close()
 
 
+def test_a_long_shared_hold_lets_a_waiting_timing_go_at_its_safe_point(tmp_path):
+    """A baseline child compiling kinds one after another holds the device shared for long:
+    between two kinds it lets a timing that waits go first, then holds shared again."""
+    work, w = DeviceLock("dev", tmp_path), DeviceLock("dev", tmp_path)
+    work.hold(False)
+    assert not work.writer_waiting() and not work.yield_to_timing()  # nobody waits: holds on
+    log: list[str] = []
+    writer = _in_thread(w, True, log, "timing")
+    deadline = time.monotonic() + 5
+    while not work.writer_waiting() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert work.writer_waiting() and log == []  # the timing waits for the hold
+
+    def time_then_release() -> None:
+        writer.join(5)
+        time.sleep(0.3)
+        log.append("timed")
+        w.release()
+
+    timing = threading.Thread(target=time_then_release, daemon=True)
+    timing.start()
+    assert work.yield_to_timing()  # back only once the timing ended
+    log.append("work again")
+    assert log == ["timing", "timed", "work again"] and work.mode == "shared"
+    timing.join(5)
+    assert not work.writer_waiting()
+    for lock in (work, w):
+        lock.close()
+
+
 def test_devices_have_their_own_locks(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
     assert device_key("cuda") == "cuda-3" != device_key("cpu")

@@ -121,6 +121,9 @@ class _FakeChild:
     def send(self, line: str) -> None:
         self.sent.append(line)
 
+    def ask(self, line: str) -> None:
+        self.sent.append(line)
+
 
 def test_the_baseline_timer_asks_again_while_noisy_and_not_past_its_tries():
     def timed(kind, t):
@@ -141,6 +144,19 @@ def test_the_baseline_timer_asks_again_while_noisy_and_not_past_its_tries():
     eager, compiled = timer.results("ended")
     assert eager.timing == quiet and eager.tries == 2 and not eager.noisy
     assert compiled.timing == loud and compiled.tries == 2 and compiled.noisy
+
+
+def test_between_two_kinds_the_baseline_timer_lets_a_waiting_timing_go():
+    done = {"type": "baseline", "kind": "eager", "ok": True, "timing": _timing(1, 1, 1).__dict__}
+    child = _FakeChild(
+        [{"type": "pause", "kind": "compile"}, {"type": "warm", "kind": "eager"}, done,
+         {"type": "timed"}]
+    )  # fmt: skip
+    holds, pauses = [], []
+    timer = BaselineTimer(("eager",), 1.5, 2)
+    timer.drive(child, holds.append, lambda: pauses.append("yield"))
+    assert pauses == ["yield"] and child.sent == ["go", "time", "next"]
+    assert holds == [True, False]
 
 
 def test_a_noisy_baseline_is_used_but_not_cached_and_a_clean_one_is():
