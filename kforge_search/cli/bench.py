@@ -106,6 +106,29 @@ class _OneAtATime:
 
         return call
 
+    def alone(self, fn: Any, *args: Any) -> Any:
+        """`fn(*args)` while no agent call runs (the problem's program on the meta device)."""
+        with self._lock:
+            return fn(*args)
+
+
+def _device_shares(platform: Any, agent: _OneAtATime) -> Any:
+    """problem -> the share of its device one evaluation holds (search/device_room.py)."""
+    from kforge_search.problem import exec_problem
+    from kforge_search.search.device_room import accelerator_bytes, device_share
+
+    total = accelerator_bytes(platform.device_kind)
+
+    def share(problem: Any) -> float:
+        if not total:
+            return 0.0
+        try:
+            return agent.alone(lambda: device_share(exec_problem(problem), total))
+        except Exception:  # the reference's child says why the program does not run
+            return 0.0
+
+    return share
+
 
 def _bench_problem(
     problem: Any,
@@ -199,11 +222,17 @@ def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
     return unrunnable_row(problem, BENCH_ERROR, one_line(exc), round(seconds, 1))
 
 
-def _in_parallel(problems: list[Any], run: Any, first: Any, jobs: int, finished: Any) -> None:
+def _in_parallel(
+    problems: list[Any], run: Any, first: Any, jobs: int, finished: Any, share: Any
+) -> None:
     """Problems in `jobs` threads, each with its own evaluator (the first one given). Each
     evaluator's children build and verify side by side; its timed runs hold the device alone
-    (evaluator/devicelock.py), so the figures are those of a run alone."""
+    (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
+    once the device has room for it: `share(problem)` of its memory (device_room.py)."""
     from kforge_search.evaluator import Evaluator
+    from kforge_search.search.device_room import DeviceRoom
+
+    room = DeviceRoom()
 
     idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
     evaluators = [first] + [Evaluator(first.config) for _ in range(jobs - 1)]
@@ -214,7 +243,8 @@ def _in_parallel(problems: list[Any], run: Any, first: Any, jobs: int, finished:
     def one(problem: Any) -> None:
         evaluator = idle.get()
         try:
-            row, parents = run(problem, evaluator)
+            with room.taken(share(problem)):
+                row, parents = run(problem, evaluator)
         finally:
             idle.put(evaluator)
         with lock:
@@ -430,7 +460,7 @@ def bench_cmd(
                 with log.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
                     finished(*run(problem, evaluator))
         else:
-            _in_parallel(todo, run, evaluator, jobs, finished)
+            _in_parallel(todo, run, evaluator, jobs, finished, _device_shares(plat, agent))
     finally:
         evaluator.close()  # its warm spare child ends now, not when this process does
     rows.sort(key=lambda r: order.get(r.problem, len(order)))  # the suite's order

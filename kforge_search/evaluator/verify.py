@@ -281,6 +281,22 @@ def _compare_tensor(
 DEVICE_COMPARE_BYTES = 8 * 2**30  # one comparison's tensors moved to the accelerator at most
 
 
+def _compared(
+    e: Any, a: Any, policy: NumericPolicy, trial: int, index: int, x: Any, scale: float, edge: bool
+) -> Elements:
+    """_compare_tensor where the tensors are; on the CPU where the accelerator runs out of
+    memory for the comparison's temporaries (other evaluators fill it: a bench's jobs, a
+    search's actors), the same figures, only slower."""
+    import torch
+
+    try:
+        return _compare_tensor(e, a, policy, trial, index, x, scale, edge=edge)
+    except torch.OutOfMemoryError:
+        host = [t.cpu() if isinstance(t, torch.Tensor) else t for t in (e, a, x)]
+        torch.cuda.empty_cache()
+        return _compare_tensor(*host[:2], policy, trial, index, host[2], scale, edge=edge)
+
+
 def placed(values: Any, device: str | None) -> Any:
     """`values` (tensors in lists, tuples and dicts) on `device` for their comparison, where
     one is given and they fit (DEVICE_COMPARE_BYTES); else as they are (on the CPU). On an
@@ -449,9 +465,7 @@ def compare_outputs(
             first = Mismatch(trial, 0, "count", f"{len(exp)} outputs", f"{len(act)} outputs")
         for index, (e, a) in enumerate(zip(exp, act, strict=False)):
             x = exact[pos][index] if exact is not None and index < len(exact[pos]) else None
-            found = _compare_tensor(
-                e, a, policy, trial, index, x, scales[pos][index], edge=trial in wide
-            )
+            found = _compared(e, a, policy, trial, index, x, scales[pos][index], trial in wide)
             max_abs, max_rel = max(max_abs, found.max_abs), max(max_rel, found.max_rel)
             atol, rtol = found.atol / scales[pos][index], found.rtol  # the policy's own
             dtype = found.dtype

@@ -131,3 +131,30 @@ def test_comparing_a_large_output_takes_little_memory_beside_it():
     done = subprocess.run([sys.executable, "-c", PEAK], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) < 600, done.stdout  # MiB over the two inputs
+
+
+def test_a_comparison_that_runs_out_of_device_memory_is_made_on_the_cpu(monkeypatch):
+    """Other evaluators filled the device (a bench's jobs at published sizes): the parent's
+    comparison was a BENCH_ERROR. Now the pair is compared on the host, with the same
+    verdict; an error that is not out of memory still raises."""
+    real, calls = verify._compare_tensor, []
+
+    def full_once(*args, **kwargs):
+        calls.append(args[0].device.type)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 MiB")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(verify, "_compare_tensor", full_once)
+    for expected, actual, exact in _cases()[:2]:
+        calls.clear()
+        found = compare_outputs([[expected]], [[actual]], STRICT, exact=[[exact]])
+        assert calls == ["cpu", "cpu"]
+        assert found.ok == bool(torch.equal(expected, actual))
+
+    def broken(*args, **kwargs):
+        raise ValueError("not memory")
+
+    monkeypatch.setattr(verify, "_compare_tensor", broken)
+    with pytest.raises(ValueError):
+        compare_outputs([[torch.ones(3)]], [[torch.ones(3)]], STRICT)
