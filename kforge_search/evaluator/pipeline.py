@@ -294,9 +294,14 @@ class Evaluator:
         job = self._job("reference", problem, platform, work)
         info: dict[str, Any] = {}
         measured: Footprint | None = None
+        lock = self._lock(job.device)  # held shared by _child
         with self._child(job, work, platform) as child:
             while (event := child.next_event()) is not None:
-                if event["type"] == "info":
+                if event["type"] == "pause":  # between trials: a waiting timing goes first
+                    started = time.monotonic()
+                    lock.yield_to_timing()
+                    child.resume("go", time.monotonic() - started)
+                elif event["type"] == "info":
                     info = event
                 elif event["type"] == "footprint" and event.get("footprint"):
                     # the child's limit, scaled to what the problem holds (footprint.py)

@@ -27,6 +27,9 @@ from kforge_search.evaluator.worker import Channel, build_model, synchronize
 from kforge_search.problem import exec_problem
 
 PER_CALL_RUNS = 5  # the reference's calls timed for its time per call (limits.py)
+# one call's data a streamed trial holds on the device at once, about: trial 0's outputs, the
+# trial's float32 inputs and outputs, its float64 ones (twice the size), a comparison's piece
+DEVICE_TRIAL_COPIES = 8
 
 
 def reference_footprint(job: Job, module: Any, channel: Channel) -> footprint.Footprint | None:
@@ -74,7 +77,10 @@ def run_reference(job: Job, channel: Channel) -> None:
     fp = reference_footprint(job, module, channel)
     streamed = fp is not None and footprint.streamed(fp, job.total_trials, job.reference_keep_bytes)
     try:
-        (streamed_reference_trials if streamed else reference_trials)(job, module, channel)
+        if streamed:
+            streamed_reference_trials(job, module, channel, fp)
+        else:
+            reference_trials(job, module, channel)
     except Exception as exc:
         if not (where := out_of_memory(exc)):
             raise
@@ -83,6 +89,15 @@ def run_reference(job: Job, channel: Channel) -> None:
             footprint.out_of_memory(job.problem, fp, where, exc),
             traceback=traceback.format_exc(),
         ) from exc
+
+
+def safe_point(channel: Channel) -> None:
+    """Between two trials: the parent lets a timing that waits for the device go first
+    (DeviceLock.yield_to_timing), then says "go". A published-size reference holds the
+    device for minutes (H200: 305 s) and every timing of the node waited for all of it."""
+    channel.send("pause")
+    if sys.stdin.readline().strip() != "go":
+        raise SystemExit(0)  # the parent has gone
 
 
 def reference_trials(job: Job, module: Any, channel: Channel) -> None:
@@ -95,6 +110,8 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
     failed: dict[int, str] = {}  # wide-range trials whose forward raised
     started = time.perf_counter()
     for i in range(job.total_trials):
+        if i:
+            safe_point(channel)
         before = model_buffers.snapshot(model)
         try:
             outputs = forward(job_inputs.make_inputs(module, job, i))
@@ -217,12 +234,13 @@ class Replayed:
     float64_s: float
 
 
-def replay(module: Any, job: Job, float64: bool) -> Iterator[Replayed]:
+def replay(module: Any, job: Job, float64: bool, on_device: bool = False) -> Iterator[Replayed]:
     """The reference's trials in order from fresh models, as its child first ran them:
     every one (a dropped wide-range trial too: training-mode state follows them), with
     `float64` the float64 run's beside them in lockstep (the model built again, `.double()`,
     the same inputs in float64: exact.float64_step). One trial at a time: a streamed
-    reference (its child, its oracle) holds no more."""
+    reference (its child, its oracle) holds no more. `on_device`: the outputs stay on the
+    job's device (the reference's child reads from them what the parent needs there)."""
     import torch
 
     model = build_model(module.Model, module, job)
@@ -246,7 +264,8 @@ def replay(module: Any, job: Job, float64: bool) -> Iterator[Replayed]:
             if t < job.first_wide_trial:
                 raise
             raised = f"{type(exc).__name__}: {exc}"[:200]
-        saved = [o.detach().to("cpu").clone() for o in outputs]
+        saved = [o.detach().clone() if on_device else o.detach().to("cpu").clone()
+                 for o in outputs]  # fmt: skip
         del outputs
         changed = model_buffers.changed(model, before)
         middle = time.perf_counter()
@@ -264,18 +283,34 @@ def replay(module: Any, job: Job, float64: bool) -> Iterator[Replayed]:
             torch.cuda.empty_cache()
 
 
-def float64_row(outputs: list[Any], exact_outs: list[Any]) -> list[Any] | str:
-    """Per output, the float64 output (on the CPU) of a float32 one, else None; or why the
+def float64_row(outputs: list[Any], exact_outs: list[Any], where: str = "cpu") -> list[Any] | str:
+    """Per output, the float64 output (on `where`) of a float32 one, else None; or why the
     float64 run's outputs cannot be the reference's."""
     import torch
 
     if [tuple(o.shape) for o in outputs] != [tuple(x.shape) for x in exact_outs]:
         return "numerics: no float64 reference: the float64 run's outputs differ in number or shape"
-    return [x.detach().double().cpu() if o.dtype == torch.float32 else None
+    return [x.detach().double().to(where) if o.dtype == torch.float32 else None
             for o, x in zip(outputs, exact_outs, strict=True)]  # fmt: skip
 
 
-def streamed_reference_trials(job: Job, module: Any, channel: Channel) -> None:
+def stays_on_device(job: Job, fp: footprint.Footprint | None) -> bool:
+    """Whether a streamed reference's trials stay on its accelerator while its child reads
+    them (their sizes, the float32 error, the determinism check): where the device has room
+    for trial 0's outputs beside a trial's float32 and float64 runs. On the host those reads
+    of a 6 GiB output took tens of seconds per trial, and a published-size level-1 reference
+    (4096 x 393216) exceeded its stage's 300 s on the H200."""
+    import torch
+
+    if not job.device.startswith("cuda") or fp is None:
+        return False
+    free, _ = torch.cuda.mem_get_info()
+    return free > DEVICE_TRIAL_COPIES * (fp.inputs + fp.outputs + fp.params)
+
+
+def streamed_reference_trials(
+    job: Job, module: Any, channel: Channel, fp: footprint.Footprint | None = None
+) -> None:
     """reference_trials for a problem whose trials' outputs and float64 copies do not all
     fit (footprint.streamed): the float32 and float64 runs go in lockstep (replay), and
     what the parent needs of the outputs is taken one trial at a time: which trials are
@@ -296,8 +331,10 @@ def streamed_reference_trials(job: Job, module: Any, channel: Channel) -> None:
     errors: list[float] = []
     float64, why64 = False, ""
     float32_s = float64_s = 0.0
-    for step in replay(module, job, True):
+    where = job.device if (on_device := stays_on_device(job, fp)) else "cpu"
+    for step in replay(module, job, True, on_device):
         t, outputs = step.trial, step.outputs
+        safe_point(channel)  # (the trial's runs are done: its outputs are what it holds)
         if t == 0:  # trial 0 stays: the determinism and degeneracy checks
             first = outputs
             float64 = any(o.dtype == torch.float32 for o in outputs)
@@ -308,7 +345,7 @@ def streamed_reference_trials(job: Job, module: Any, channel: Channel) -> None:
         why64 = why64 or step.why64
         row: list[Any] | str = []
         if float64 and not why64 and not step.raised:
-            row = float64_row(outputs, step.exact)
+            row = float64_row(outputs, step.exact, where)
             why64 = row if isinstance(row, str) else ""
         budget = max(exact.FLOAT64_MIN_S, exact.FLOAT64_BUDGET * float32_s)
         if float64 and not why64 and float64_s > budget:

@@ -167,6 +167,12 @@ class Child:
         self._stage_started = time.monotonic()
         self.send(line)
 
+    def resume(self, line: str, waited_s: float) -> None:
+        """Send `line` to a child that waited `waited_s` for its parent (a pause at a safe
+        point while a timing had the device): the wait does not count in its stage's time."""
+        self._stage_started += waited_s
+        self.send(line)
+
     def kill(self, why: str) -> None:
         if why and not self._killed:
             self._killed = why

@@ -143,6 +143,66 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     assert modes == ["shared", "shared", "exclusive", "shared"]  # reference; baseline child
 
 
+SLOW_TRIALS = """
+import time
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    time.sleep(0.5)  # a trial that takes a while (as a published-size one does)
+    with open(MARK, "a") as f:  # for the test: how far the reference got
+        f.write("x")
+    return [torch.randn(64, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_timing_that_asks_during_a_reference_goes_between_its_trials(tmp_path, monkeypatch):
+    """A published-size reference held the device for minutes (H200: 305 s) and every timing
+    waited for all of it; now its child pauses between trials and a waiting timing goes."""
+    journal = tmp_path / "journal"
+    monkeypatch.setenv(JOURNAL_ENV, str(journal))
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))  # no stored reference
+    path = tmp_path / "slow_trials.py"
+    mark = tmp_path / "trials"
+    path.write_text(SLOW_TRIALS.replace("import time", f"import time\nMARK = {str(mark)!r}"))
+    problem = resolve_problem(str(path))
+    platform = get_platform("cpu-cpp")
+    evaluator = Evaluator(EvalConfig(baselines=()))
+    timing = DeviceLock(device_key("cpu"), tmp_path / "locks")
+    done: list[float] = []
+    thread = threading.Thread(
+        target=lambda: (evaluator.reference(problem, platform), done.append(time.time())),
+        daemon=True,
+    )
+    try:
+        thread.start()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (
+            not mark.exists() or len(mark.read_text()) < 3  # its third trial
+        ):
+            time.sleep(0.05)
+        timing.hold(True)
+        held_at = time.time()
+        timing.release()
+        thread.join(120)
+    finally:
+        timing.close()
+        evaluator.close()
+    assert done, "the reference did not finish"
+    assert held_at < done[0] - 0.5  # the timing went while the reference still ran
+
+
 def test_a_timing_that_asks_while_others_time_goes_before_their_work_after_timing(tmp_path):
     """Timings in a batch, not one per round of work: each evaluator holds the lock shared
     again right after its timed runs (the oracle's check, the unseen sizes). A timing that

@@ -64,3 +64,29 @@ def test_a_problem_whose_trials_do_not_fit_at_once_evaluates_one_trial_at_a_time
         assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
     finally:
         evaluator.close()
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_streamed_trials_stay_on_the_device_and_say_the_same():
+    """A streamed reference's child reads its trials on the device (reference_child
+    .stays_on_device): the sizes, the float32 error and the verdicts are those of a reference
+    that keeps every trial, and a candidate verifies against it."""
+    gpu = get_platform("cuda-triton")
+    problem = resolve_problem("level1/10_elementwise_chain").resized(overrides=SIZES)
+    refs = {}
+    for keep in (0, 300):
+        evaluator = Evaluator(_config(keep))
+        try:
+            refs[keep] = evaluator.reference(problem, gpu)
+            if keep:
+                result = evaluator.evaluate(CHAIN, problem, gpu)
+                assert result.status is Status.OK, result.message
+                assert result.correctness.trials_passed == 9
+        finally:
+            evaluator.close()
+    kept, streamed = refs[0], refs[300]
+    assert kept.streamed is None and streamed.streamed is not None
+    assert streamed.numerics.trial_ids == kept.numerics.trial_ids
+    assert streamed.streamed.float64
+    for a, b in zip(streamed.scales, kept.scales, strict=True):
+        assert a == pytest.approx(b, rel=1e-6)
