@@ -4,6 +4,8 @@ problem the machine could not hold all trials of at once evaluates (footprint.st
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
@@ -74,8 +76,8 @@ def test_on_a_gpu_the_streamed_trials_stay_on_the_device_and_say_the_same():
     gpu = get_platform("cuda-triton")
     problem = resolve_problem("level1/10_elementwise_chain").resized(overrides=SIZES)
     refs = {}
-    for keep in (0, 300):
-        evaluator = Evaluator(_config(keep))
+    for keep in (0, 300):  # each its own reference, not the one the other stored
+        evaluator = Evaluator(replace(_config(keep), share_references=False))
         try:
             refs[keep] = evaluator.reference(problem, gpu)
             if keep:
