@@ -140,9 +140,17 @@ CPP_SPACE: dict[str, tuple[Any, ...]] = {
 }
 
 
+# A policy name with this suffix ("strict+tf32"): the policy's precisions and tf32, where the
+# evaluator found PyTorch's own TF32 within the policy on this problem's trials
+# (agent.search_policy): the kernel is still verified under the policy itself.
+WITH_TF32 = "+tf32"
+
+
 def admissible_precisions(policy: str) -> tuple[str, ...]:
+    base, tf32 = policy.removesuffix(WITH_TF32), policy.endswith(WITH_TF32)
     try:
-        return POLICY_PRECISIONS[policy]
+        found = POLICY_PRECISIONS[base]
+        return (*found, "tf32") if tf32 and "tf32" not in found else found
     except KeyError:
         raise ValueError(f"unknown policy {policy!r}: use strict or loose") from None
 

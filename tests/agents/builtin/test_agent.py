@@ -8,8 +8,14 @@ import pytest
 
 from kforge_search.agents.base import Context, Draft, Parent
 from kforge_search.agents.builtin import BuiltinAgent, TritonGenome, seed_genome
-from kforge_search.agents.builtin.agent import FUSE_GENES, TAIL_GENES, analyze, relevant_genes
-from kforge_search.evaluator.result import EvalResult, Status, TimingStats
+from kforge_search.agents.builtin.agent import (
+    FUSE_GENES,
+    TAIL_GENES,
+    analyze,
+    relevant_genes,
+    search_policy,
+)
+from kforge_search.evaluator.result import Baseline, EvalResult, PeerCheck, Status, TimingStats
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.agents.builtin.patterns import UNSUPPORTED
@@ -63,6 +69,32 @@ def test_later_proposals_mutate_the_fastest_verified_parent_and_never_repeat():
     assert len(genomes) == 3 and seed.genome not in genomes and slow.genome not in genomes
     assert all(d.parents and seed.id in d.parents for d in drafts if "mutant" in d.note)
     assert all(d.genome.precision in ("ieee", "tf32x3", "bf16x3") for d in drafts)  # strict
+
+
+def _with_tf32_peer(p: Parent, passed: bool) -> Parent:
+    check = PeerCheck("strict", passed, mismatch="" if passed else "trial 0 output 0: values")
+    tf32 = Baseline("eager-tf32", True, p.result.timing, checks=(check,))
+    return Parent(p.draft, dataclasses.replace(p.result, baselines=(tf32,)))
+
+
+def test_under_strict_tf32_is_tried_only_where_pytorchs_tf32_passed_strict():
+    agent = BuiltinAgent(drafts_per_call=3)
+    (seed,) = BuiltinAgent().propose(Context(PROBLEM, TRITON))
+    for passed in (True, False):
+        parents = (_with_tf32_peer(parent(seed, True), passed),)
+        context = Context(PROBLEM, TRITON, "strict", parents=parents, budget=20, seed=3)
+        assert search_policy(context) == ("strict+tf32" if passed else "strict")
+        drafts = agent.propose(context)
+        tf32 = [d for d in drafts if d.genome.precision == "tf32"]
+        if passed:  # the first step: the seed's tiles in one tf32 dot
+            assert drafts[0].genome == dataclasses.replace(seed.genome, precision="tf32")
+            assert "TF32 passed strict" in drafts[0].note and drafts[0].parents == (seed.id,)
+        else:
+            assert not tf32
+        many = BuiltinAgent(drafts_per_call=20).propose(context)
+        assert bool([d for d in many if d.genome.precision == "tf32"]) == passed
+        assert all(d.genome.precision != "bf16" for d in many)  # still strict otherwise
+    assert search_policy(Context(PROBLEM, TRITON, "loose")) == "loose"
 
 
 def test_an_incorrect_draft_is_retried_at_a_more_accurate_precision():
