@@ -36,9 +36,14 @@ def _has_gpu() -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """GPU tests skip without a GPU. Tests marked slow (exhaustive agent sweeps, one C++ build
-    per attack, files with hard-coded sizes) run only when asked for: `-m slow` (any -m
+    per attack, files with hard-coded sizes, and those tests/slow_tests.txt lists) run only
+    when asked for: `-m slow` (any -m
     expression), or KFORGE_SLOW=1 (`make test-all`); the default run stays within CI's time."""
     wanted = bool(config.getoption("markexpr")) or os.environ.get("KFORGE_SLOW") == "1"
+    listed = slow_list()
+    for item in items:
+        if item.nodeid in listed:
+            item.add_marker(pytest.mark.slow)
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run on the device)")
     slow = pytest.mark.skip(reason="slow: run with -m slow or KFORGE_SLOW=1 (make test-all)")
     gpu = _has_gpu()
@@ -47,6 +52,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(no_gpu)
         elif "slow" in item.keywords and not wanted:
             item.add_marker(slow)
+
+
+SLOW_LIST = ROOT / "tests" / "slow_tests.txt"
+
+
+def slow_list() -> set[str]:
+    """The node ids tests/slow_tests.txt names (slow by their measured time)."""
+    lines = SLOW_LIST.read_text().splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.startswith("#")}
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
