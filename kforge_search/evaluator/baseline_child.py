@@ -36,10 +36,8 @@ def run_baselines(job: Job, channel: Channel) -> None:
     unchanged: set[str] = set()  # reduced precisions that change no output of the problem
     ready: list[tuple[str, Any]] = []
     for i, kind in enumerate(job.baseline_kinds):
-        if i:  # a safe point: the parent lets a timing that waits go first
-            channel.send("pause", kind=kind)
-            if sys.stdin.readline().strip() != "go":
-                return
+        if i:  # the parent lets a timing that waits go first
+            channel.safe_point(kind=kind)
         channel.stage(f"baseline-{kind}")
         precision = peers.split_kind(kind)[1]
         if precision in unchanged:

@@ -135,8 +135,7 @@ class BaselineTimer:
         `pause()` between two kinds' preparations (the lock's yield_to_timing)."""
         while (event := child.next_event()) is not None:
             if event["type"] == "pause":
-                pause()
-                child.ask("go")  # the stage's clock starts again: the wait is not the child's
+                child.resume_after(pause)
             elif event["type"] == "timed":
                 alone(False)
             elif event["type"] == "check":  # against the reference (peers.py), before timing

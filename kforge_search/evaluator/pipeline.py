@@ -298,9 +298,7 @@ class Evaluator:
         with self._child(job, work, platform) as child:
             while (event := child.next_event()) is not None:
                 if event["type"] == "pause":  # between trials: a waiting timing goes first
-                    started = time.monotonic()
-                    lock.yield_to_timing()
-                    child.resume("go", time.monotonic() - started)
+                    child.resume_after(lock.yield_to_timing)
                 elif event["type"] == "info":
                     info = event
                 elif event["type"] == "footprint" and event.get("footprint"):

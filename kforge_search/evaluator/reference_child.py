@@ -91,15 +91,6 @@ def run_reference(job: Job, channel: Channel) -> None:
         ) from exc
 
 
-def safe_point(channel: Channel) -> None:
-    """Between two trials: the parent lets a timing that waits for the device go first
-    (DeviceLock.yield_to_timing), then says "go". A published-size reference holds the
-    device for minutes (H200: 305 s) and every timing of the node waited for all of it."""
-    channel.send("pause")
-    if sys.stdin.readline().strip() != "go":
-        raise SystemExit(0)  # the parent has gone
-
-
 def reference_trials(job: Job, module: Any, channel: Channel) -> None:
     """The reference's trials, its float64 run and its time per call, saved for the parent;
     then, its lists let go, it serves as the oracle (serve_oracle)."""
@@ -111,7 +102,7 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
     started = time.perf_counter()
     for i in range(job.total_trials):
         if i:
-            safe_point(channel)
+            channel.safe_point()
         before = model_buffers.snapshot(model)
         try:
             outputs = forward(job_inputs.make_inputs(module, job, i))
@@ -334,7 +325,7 @@ def streamed_reference_trials(
     where = job.device if (on_device := stays_on_device(job, fp)) else "cpu"
     for step in replay(module, job, True, on_device):
         t, outputs = step.trial, step.outputs
-        safe_point(channel)  # (the trial's runs are done: its outputs are what it holds)
+        channel.safe_point()  # (the trial's runs are done: its outputs are what it holds)
         if t == 0:  # trial 0 stays: the determinism and degeneracy checks
             first = outputs
             float64 = any(o.dtype == torch.float32 for o in outputs)

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,10 +167,13 @@ class Child:
         self._stage_started = time.monotonic()
         self.send(line)
 
-    def resume(self, line: str, waited_s: float) -> None:
-        """Send `line` to a child that waited `waited_s` for its parent (a pause at a safe
-        point while a timing had the device): the wait does not count in its stage's time."""
-        self._stage_started += waited_s
+    def resume_after(self, wait: Callable[[], object], line: str = "go") -> None:
+        """`wait()`, then `line` to the child, which waited for it (a pause at a safe point
+        while a timing had the device: Channel.safe_point): the wait does not count in the
+        child's stage time."""
+        started = time.monotonic()
+        wait()
+        self._stage_started += time.monotonic() - started
         self.send(line)
 
     def kill(self, why: str) -> None:

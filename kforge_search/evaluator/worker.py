@@ -53,6 +53,15 @@ class Channel:
     def stage(self, name: str) -> None:
         self.send("stage", stage=name)
 
+    def safe_point(self, **fields: Any) -> None:
+        """A pause in a long shared hold of the device (a reference between its trials, a
+        baseline between its kinds): the parent lets a timing that waits go first
+        (DeviceLock.yield_to_timing), then says "go". A published-size reference held the
+        device for minutes (H200: 305 s) and every timing of the node waited for all of it."""
+        self.send("pause", **fields)
+        if sys.stdin.readline().strip() != "go":
+            raise SystemExit(0)  # the parent has gone
+
 
 def synchronize(device: str) -> None:
     import torch

@@ -121,7 +121,8 @@ class _FakeChild:
     def send(self, line: str) -> None:
         self.sent.append(line)
 
-    def ask(self, line: str) -> None:
+    def resume_after(self, wait, line: str = "go") -> None:
+        wait()
         self.sent.append(line)
 
 
