@@ -11,6 +11,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import queue
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -259,6 +260,25 @@ def _in_parallel(
             evaluator.close()
 
 
+def _shard(text: str) -> tuple[int, int]:
+    """--shard I/N as (I, N), else a clear error."""
+    from kforge_search.cli.common import fail
+
+    index, _, count = text.partition("/")
+    if not (index.isdigit() and count.isdigit()) or not int(index) < int(count):
+        fail(f"--shard {text}: give I/N with 0 <= I < N", "e.g. --shard 0/4 ... --shard 3/4")
+    return int(index), int(count)
+
+
+def _copy_best(folder: Path, out: Path, rows: dict[str, Any]) -> None:
+    """A merged run's best kernels (folder/best/) beside this run's."""
+    for name, row in rows.items():
+        source = folder / "best" / f"{name.replace('/', '__')}.py"
+        if row.verified and source.exists() and folder.resolve() != out.resolve():
+            (out / "best").mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, out / "best" / source.name)
+
+
 def _refuse_with_throughput(**used: bool) -> None:
     """The options of a bench that --throughput does not take: an error where one is given."""
     from kforge_search.cli.common import fail
@@ -310,6 +330,20 @@ def bench_cmd(
     resume: Annotated[
         bool, typer.Option(help="keep the rows already in OUT/bench.json; run the others")
     ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            help="I/N: only the suite's problems at positions I, I+N, I+2N, ... (0-based), "
+            "e.g. one shard per GPU (CUDA_VISIBLE_DEVICES) with its own --out; --merge joins them"
+        ),
+    ] = None,
+    merge: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="an earlier run's OUT folder (repeatable; same policy and platform), e.g. "
+            "another shard's: its rows are kept as --resume keeps OUT's, the rest run"
+        ),
+    ] = None,
     search_efficiency: Annotated[
         bool,
         typer.Option(
@@ -366,7 +400,8 @@ def bench_cmd(
         from kforge_search.cli.throughput import run_throughput
 
         _refuse_with_throughput(set=bool(overrides), resume=resume, screen=bool(screen),
-                                search_efficiency=search_efficiency, jobs=jobs != 1)  # fmt: skip
+                                search_efficiency=search_efficiency, jobs=jobs != 1,
+                                shard=shard is not None, merge=bool(merge))  # fmt: skip
         for name, value in (("--budget", budget), ("--lineages", lineages)):
             if value is not None and value < 1:
                 fail(f"{name} {value}: needs at least 1")
@@ -398,10 +433,19 @@ def bench_cmd(
     except ValueError as exc:
         fail(str(exc))
     problems, skipped = suite_problems(suite, sizes, parse_overrides(overrides), match)
+    if shard is not None:
+        index, count = _shard(shard)
+        problems = problems[index::count]
     try:
         done = load_rows(Path(out) / "bench.json", policy, plat.name) if resume else {}
+        for folder in merge or []:
+            kept = load_rows(Path(folder) / "bench.json", policy, plat.name)
+            if not kept:
+                fail(f"--merge {folder}: no rows in {Path(folder) / 'bench.json'}")
+            done.update({name: row for name, row in kept.items() if name not in done})
+            _copy_best(Path(folder), Path(out), kept)
     except BenchError as exc:
-        fail(str(exc), "use another --out, or leave out --resume to start over")
+        fail(str(exc), "use another --out, or leave out --resume / --merge to start over")
     for line in skipped:
         err.print(f"[yellow]skipped[/] {line}", highlight=False, soft_wrap=True)
     if not problems:
@@ -427,6 +471,8 @@ def bench_cmd(
             "screen": screen,
             "jobs": jobs,
             "sizes": sizes or "default",
+            "shard": shard or "",
+            "merged": list(merge or []),
             "device": device,
             "seconds": round(time.monotonic() - started, 1),
             "complete": complete,

@@ -119,7 +119,7 @@ def streamed(fp: Footprint, trials: int, keep_bytes: int) -> bool:
     """Whether the reference streams: its trials' outputs and float64 copies take more than
     `keep_bytes` (0: never). Then no process holds more than one trial of them: its child
     keeps trial 0 alone, and as the oracle recomputes one trial at a time when a candidate
-    is compared (reference_child.serve_trials, trial_check.py); a baseline's kinds are not
+    is compared (oracle_compare.py, trial_check.py); a baseline's kinds are not
     checked."""
     return keep_bytes > 0 and reference_bytes(fp, trials) > keep_bytes
 

@@ -4,19 +4,24 @@ or a fresh one where that child has gone).
 
 A candidate's timed runs draw their inputs from fresh OS randomness sent only after it is
 loaded and verified, so no reference output for them can exist before; the parent asks the
-oracle for the runs it chose to check after they ran (pipeline.py, timed_runs.py).
+oracle for the runs it chose to check after they ran (pipeline.py, timed_runs.py). Against a
+streamed reference the oracle itself compares: a candidate's verification trials and its
+chosen timed runs (oracle_compare.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import weakref
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator.oracle_compare import RunSpec, TrialSpec, comparison_of, handed
 from kforge_search.evaluator.sandbox import Child
+from kforge_search.evaluator.verify import Comparison
 
 
 class OracleError(Exception):
@@ -27,6 +32,7 @@ class OracleError(Exception):
 class Oracle:
     child: Child
     work: Path  # the child's folder (its job file, its answers): goes with it
+    _handed: int = field(default=0, init=False)  # candidate files handed to it
 
     def __post_init__(self) -> None:
         weakref.finalize(self, Oracle._end, self.child, self.work)
@@ -64,18 +70,25 @@ class Oracle:
         exit = self.child.exit
         raise OracleError(f"the oracle's process ended: {exit.output[-1500:] if exit else ''}")
 
-    def trials(self, float64: bool, ids: list[int]) -> dict[str, Any]:
-        """A streamed reference's verification trials `ids`, recomputed in order: the first
-        one's {"outputs", "exact"} (exact: per output, float64 or None; None without
-        `float64`); next_trial gives each next one, end_trials ends the stream."""
+    def compare_trials(self, spec: TrialSpec) -> None:
+        """Starts comparing a candidate's verification trials against a streamed reference
+        (oracle_compare.py): compare_trial for each in turn, then end_trials."""
         if not self.alive:
             raise OracleError("the oracle's process has ended")
-        self.child.ask(f"trials {int(float64)} {' '.join(str(t) for t in ids)}")
-        return self._trial()
+        self.child.ask(f"compare-trials {json.dumps(asdict(spec))}")
+        self._handed = 0
 
-    def next_trial(self) -> dict[str, Any]:
-        self.child.ask("next")
-        return self._trial()
+    def compare_trial(self, path: Path) -> Comparison:
+        """The next compared trial: the candidate's file at `path` (moved to the oracle)
+        against the reference's trial, recomputed only now."""
+        self._handed += 1
+        moved = handed(path, self.work, f"candidate-trial-{self._handed}")
+        self.child.ask(f"trial {moved}")
+        event = self._answer("compared")
+        if "comparison" not in event:
+            moved.unlink(missing_ok=True)
+            raise OracleError(f"the oracle could not recompute {event.get('error')}")
+        return comparison_of(event["comparison"])
 
     def end_trials(self) -> None:
         """Ends the stream (the oracle then waits for its next request)."""
@@ -84,18 +97,17 @@ class Oracle:
             if event["type"] in ("trials-done", "fail"):
                 return
 
-    def _trial(self) -> dict[str, Any]:
-        import torch
+    def compare_runs(self, spec: RunSpec) -> str:
+        """A candidate's chosen timed runs (their file at spec.path, moved to the oracle)
+        against the reference's on the same inputs: "" when they match, else what differs."""
+        moved = handed(Path(spec.path), self.work, "candidate-runs")
+        self.child.ask(f"compare-runs {json.dumps(asdict(replace(spec, path=str(moved))))}")
+        return str(self._answer("compared-runs")["difference"])
 
+    def _answer(self, kind: str) -> dict[str, Any]:
         while (event := self.child.next_event()) is not None:
-            if event["type"] == "trial":
-                if not event.get("path"):
-                    raise OracleError(f"the oracle could not recompute {event.get('error')}")
-                path = Path(event["path"])
-                try:
-                    return torch.load(path, weights_only=True)
-                finally:
-                    path.unlink(missing_ok=True)
+            if event["type"] == kind:
+                return event
             if event["type"] in ("fail", "trials-done"):
                 break
         exit = self.child.exit

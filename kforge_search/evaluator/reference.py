@@ -80,7 +80,8 @@ class Reference:
             return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain,
                               self.scales, policy, device=device)  # fmt: skip
         return TrialCheck([], None, self.buffers, ids, n.wide, plain, self.scales, policy,
-                          oracle, self.streamed.float64, device=device)  # fmt: skip
+                          oracle, self.streamed.float64, device=device,
+                          output_bytes=self.output_bytes)  # fmt: skip
 
     @property
     def buffer_names(self) -> tuple[str, ...]:

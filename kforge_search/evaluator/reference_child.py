@@ -2,12 +2,14 @@
 problem's footprint, its trials kept whole (reference_trials) or streamed one at a time
 (streamed_reference_trials, replay), its float64 run, its time per call; then, in the same
 process that never loads a candidate, the oracle that answers for a candidate's timed runs
-and recomputes a streamed reference's trials (serve_oracle, serve_trials).
+and compares a candidate against a streamed reference (serve_oracle, serve_compared_trials,
+serve_compared_runs: oracle_compare.py).
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import resource
 import sys
 import time
@@ -22,6 +24,15 @@ from kforge_search.evaluator import exact, footprint, tensorfile
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.child_failure import CandidateFailure
 from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.oracle_compare import (
+    RunSpec,
+    TrialSpec,
+    compare_device,
+    compare_run,
+    compare_trial,
+    labels,
+    load,
+)
 from kforge_search.evaluator.verify import all_close, magnitude
 from kforge_search.evaluator.worker import Channel, build_model, synchronize
 from kforge_search.problem import exec_problem
@@ -161,31 +172,40 @@ def serve_oracle(
 ) -> None:
     """The reference's outputs for a candidate's timed runs, on request, in this process
     that never loads a candidate: `runs DRAW R...` answers with the outputs of timed runs
-    R under the parent's draw (evaluator/oracle.py); `trials F64 T...` with a streamed
-    reference's verification trials T, one at a time (serve_trials); until stdin closes or
-    says `stop`."""
+    R under the parent's draw (evaluator/oracle.py); for a streamed reference,
+    `compare-trials SPEC` compares a candidate's verification trials one at a time
+    (serve_compared_trials) and `compare-runs SPEC` its chosen timed runs
+    (serve_compared_runs); until stdin closes or says `stop`."""
     import torch
 
     asked = 0
-    while (command := sys.stdin.readline().split())[:1] in (["runs"], ["trials"], ["end"]):
-        if command[0] == "end":  # a stream the parent ends after it ended here
+    while (line := sys.stdin.readline()).split()[:1] in VERBS:
+        verb, _, rest = line.strip().partition(" ")
+        if verb == "end":  # a stream the parent ends after it ended here
             continue
         channel.stage("oracle")
-        if command[0] == "trials":
-            serve_trials(module, job, channel, command[1] == "1", [int(x) for x in command[2:]])
+        if verb == "compare-trials":
+            serve_compared_trials(module, job, channel, TrialSpec(**json.loads(rest)))
             continue
-        draw = int(command[1])
+        if verb == "compare-runs":
+            serve_compared_runs(forward, module, job, channel, RunSpec(**json.loads(rest)))
+            continue
+        command = rest.split()
+        draw = int(command[0])
         outputs = [
             [
                 t.detach().to("cpu").clone()
                 for t in forward(job_inputs.timing_inputs(module, job, r, draw))
             ]
-            for r in (int(x) for x in command[2:])
+            for r in (int(x) for x in command[1:])
         ]
         asked += 1
         path = f"{job.outputs_path}.oracle-{asked}"
         torch.save(outputs, path)
         channel.send("oracle", path=path)
+
+
+VERBS = (["runs"], ["compare-trials"], ["compare-runs"], ["end"])
 
 
 def run_oracle(job: Job, channel: Channel) -> None:
@@ -307,7 +327,8 @@ def streamed_reference_trials(
     what the parent needs of the outputs is taken one trial at a time: which trials are
     kept, each output's size per trial (verify.atol_scales), the float32 reference's
     distance to the float64 one (Numerics.float32_error); the trials themselves are
-    recomputed by the oracle, one at a time, when a candidate is compared (serve_trials).
+    recomputed by the oracle, one at a time, when a candidate is compared
+    (serve_compared_trials).
     The same checks as reference_trials: nonfinite wide-range trials dropped, determinism,
     degeneracy, the float64 run's limits (exact.FLOAT64_BUDGET)."""
     import torch
@@ -412,32 +433,62 @@ def reference_per_call(forward: Callable[[list[Any]], list[Any]], module: Any, j
     return (time.perf_counter() - started) * 1e3 / max(calls, 1)
 
 
-def serve_trials(module: Any, job: Job, channel: Channel, float64: bool, ids: list[int]) -> None:
-    """A streamed reference's verification trials `ids`, recomputed in order (replay), one
-    at a time: each saved to a file of its own (its float32 outputs, and with `float64` its
-    float64 ones), told to the parent, which answers `next` once it has read and removed it
-    (anything else ends the stream); then `trials-done`. Only the trials the reference's
-    child ran, as it ran them: no candidate's inputs."""
-    import torch
-
-    wanted, last = set(ids), max(ids, default=-1)
-    for step in replay(module, job, float64):
-        if step.trial > last:
+def serve_compared_trials(module: Any, job: Job, channel: Channel, spec: TrialSpec) -> None:
+    """A candidate's verification trials against a streamed reference, compared here
+    (oracle_compare.py): per compared trial, the parent says `trial PATH` (the candidate's
+    file, moved into this child's folder) and only then is the reference's trial recomputed
+    (replay: every trial in order, as the reference's child ran them), compared, and the
+    verdict sent (`compared`); anything else ends the stream; then `trials-done`."""
+    device = compare_device(job.device, spec.output_bytes)
+    steps = replay(module, job, spec.float64, on_device=device is not None)
+    for pos, wanted in enumerate(spec.ids):
+        command = sys.stdin.readline().split()
+        if command[:1] != ["trial"] or len(command) != 2:
             break
-        if step.trial not in wanted:
-            continue
-        row = float64_row(step.outputs, step.exact) if float64 and not step.why64 else None
-        if step.raised or (float64 and not isinstance(row, list)):
-            why = step.raised or step.why64 or row
-            channel.send("trial", trial=step.trial, path="", error=f"trial {step.trial}: {why}")
+        step = next((s for s in steps if s.trial == wanted), None)
+        if step is None:
+            channel.send("compared", error=f"trial {wanted}: the reference has no such trial")
             break
-        path = f"{job.outputs_path}.trial-{step.trial}"
-        torch.save({"outputs": step.outputs, "exact": row}, path)
+        row: list[Any] | str | None = None
+        if spec.float64:
+            row = step.why64 or float64_row(step.outputs, step.exact, device or "cpu")
+        if step.raised or isinstance(row, str):
+            channel.send("compared", error=f"trial {wanted}: {step.raised or row}")
+            break
+        found = compare_trial(spec, pos, step.outputs, row, step.changed, Path(command[1]),
+                              device)  # fmt: skip
         del row, step
-        channel.send("trial", path=path)
-        if sys.stdin.readline().strip() != "next":
-            break
+        channel.send("compared", comparison=asdict(found))
     channel.send("trials-done")
+
+
+def serve_compared_runs(
+    forward: Callable[[list[Any]], list[Any]],
+    module: Any,
+    job: Job,
+    channel: Channel,
+    spec: RunSpec,
+) -> None:
+    """A candidate's chosen timed runs and burst calls (their outputs in `spec.path`)
+    against the reference's on the same inputs, recomputed one run at a time and compared
+    here; `compared-runs` with the first difference ("" where none)."""
+    actual = load(Path(spec.path))
+    device = compare_device(job.device, spec.output_bytes)
+    where = device or "cpu"
+    order = [*spec.runs, *spec.calls]
+    difference = ""
+    if len(actual) != len(order):
+        difference = f"{len(actual)} timed runs' outputs came back for {len(order)} chosen"
+    for run in sorted(set(order)) if not difference else []:
+        inputs = job_inputs.timing_inputs(module, job, run, spec.draw)
+        expected = [t.detach().to(where) for t in forward(inputs)]
+        for i, label in enumerate(labels(spec)):
+            if order[i] == run and not difference:
+                difference = compare_run(spec, label, expected, actual[i], device)
+        del expected, inputs
+        if difference:
+            break
+    channel.send("compared-runs", difference=difference)
 
 
 def degeneracy_warnings(trials: list[list[Any]]) -> list[str]:

@@ -5,9 +5,10 @@ changes) in a file of its own and waits; the parent reads it, takes the referenc
 for that trial, compares, and only then lets the child run the next trial
 (worker.verify_trials). The reference's trial comes from the parent's memory, or, for a
 streamed reference (footprint.streamed: every trial's outputs and float64 copies would not
-fit), from its oracle, which recomputes it (reference_child.serve_trials) only once the candidate's
-outputs for it are in the parent: the reference's outputs for a trial never exist before the
-candidate's are fixed. The parent holds one trial's outputs, of each side, at a time.
+fit), the parent hands the candidate's file to the reference's oracle, which recomputes its
+trial only then, compares there and answers with the verdict (oracle_compare.py): the
+reference's outputs for a trial never exist before the candidate's are fixed, and never
+leave the oracle. The parent holds one trial's outputs, of each side, at a time.
 """
 
 from __future__ import annotations
@@ -18,27 +19,18 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator.oracle import Oracle, OracleError
+from kforge_search.evaluator.oracle_compare import TrialSpec, load
 from kforge_search.evaluator.policy import NumericPolicy
 from kforge_search.evaluator.result import Mismatch
 from kforge_search.evaluator.verify import Comparison, compare_outputs, merge, placed
-
-
-def load(path: Path) -> Any:
-    """A file a child saved, read and removed."""
-    import torch
-
-    try:
-        return torch.load(path, weights_only=True)
-    finally:
-        path.unlink(missing_ok=True)
 
 
 @dataclass
 class TrialCheck:
     """One verification's comparisons, trial by trial, against one reference: `outputs` and
     `exact` per compared trial where the parent holds them (empty: a streamed reference,
-    whose trials `oracle` recomputes), `buffers`, `ids`, `wide`, `plain` and `scales` (atol's
-    factors per trial and output: verify.atol_scales)."""
+    whose trials `oracle` recomputes and compares), `buffers`, `ids`, `wide`, `plain` and
+    `scales` (atol's factors per trial and output: verify.atol_scales)."""
 
     outputs: Sequence[Sequence[Any]]
     exact: Sequence[Sequence[Any]] | None
@@ -51,31 +43,26 @@ class TrialCheck:
     oracle: Callable[[], Oracle] | None = None  # a streamed reference's
     float64: bool = False  # a streamed reference's trials have float64 outputs
     device: str | None = None  # where the comparisons run (verify.placed; None: the CPU)
+    output_bytes: int = 0  # one trial's outputs (a streamed reference's oracle places them)
     parts: list[Comparison] = field(default_factory=list)
     _streaming: Oracle | None = None
 
-    def reference(self, pos: int) -> tuple[Sequence[Any], Sequence[Any] | None]:
-        """The reference's outputs and float64 ones (or None) of compared trial `pos`."""
-        if self.oracle is None:
-            row = self.exact[pos] if self.exact is not None else None
-            return self.outputs[pos], row
-        if self._streaming is None:
-            self._streaming = self.oracle()
-            answer = self._streaming.trials(self.float64, list(self.ids))
-        else:
-            answer = self._streaming.next_trial()
-        return answer["outputs"], answer["exact"]
-
     def add(self, pos: int, path: Path) -> Comparison:
         """Compares the candidate's trial `pos` (its file at `path`, read and removed)."""
-        theirs = load(path)
         if pos != len(self.parts) or pos >= len(self.ids):
+            path.unlink(missing_ok=True)
             raise OracleError(f"trial {pos} came out of turn ({len(self.parts)} compared)")
-        expected, row = self.reference(pos)
+        found = self._streamed(path) if self.oracle is not None else self._held(pos, path)
+        self.parts.append(found)
+        return found
+
+    def _held(self, pos: int, path: Path) -> Comparison:
+        theirs = load(path)
+        row = self.exact[pos] if self.exact is not None else None
         buffers = [self.buffers[pos]] if pos < len(self.buffers) else None
-        mine = (list(expected), row, buffers, theirs["outputs"], theirs["buffers"])
+        mine = (list(self.outputs[pos]), row, buffers, theirs["outputs"], theirs["buffers"])
         expected, row, buffers, outputs, changed = placed(mine, self.device)
-        found = compare_outputs(
+        return compare_outputs(
             [list(expected)],
             [outputs],
             self.policy,
@@ -87,8 +74,23 @@ class TrialCheck:
             plain=self.plain,
             scales=[self.scales[pos]],
         )
-        self.parts.append(found)
-        return found
+
+    def _streamed(self, path: Path) -> Comparison:
+        """A streamed reference's trial, compared by its oracle."""
+        assert self.oracle is not None
+        if self._streaming is None:
+            self._streaming = self.oracle()
+            spec = TrialSpec(
+                self.policy.name,
+                self.float64,
+                list(self.ids),
+                list(self.wide),
+                list(self.plain) if self.plain is not None else None,
+                [list(s) for s in self.scales],
+                self.output_bytes,
+            )
+            self._streaming.compare_trials(spec)
+        return self._streaming.compare_trial(path)
 
     def result(self) -> Comparison:
         """Every trial's comparison as one (verify.merge); a candidate that sent fewer

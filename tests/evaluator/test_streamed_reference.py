@@ -1,22 +1,29 @@
 """A reference whose trials' outputs and float64 copies do not all fit streams: its oracle
-recomputes one trial at a time and the parent compares one at a time (trial_check.py), so a
-problem the machine could not hold all trials of at once evaluates (footprint.streamed)."""
+recomputes one trial at a time and compares the candidate's there (trial_check.py,
+oracle_compare.py), so a problem the machine could not hold all trials of at once evaluates
+(footprint.streamed)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.evaluator import footprint as fp_mod
 from kforge_search.evaluator.footprint import Footprint
+from kforge_search.evaluator.oracle_compare import comparison_of
+from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.verify import compare_outputs
 from kforge_search.platforms import get_platform
 from kforge_search.problem import ProblemError, resolve_problem
 from tests.conftest import EXAMPLES
 
 CPU = get_platform("cpu-triton")
 CHAIN = EXAMPLES / "triton/elementwise_chain.py"
+STALE = Path(__file__).parents[1] / "adversarial/candidates/30a_precomputed_timing_inputs.py"
 # 256 x 16384 float32 in and out: 16 MiB each; the reference's 9 trials and their float64
 # copies 432 MiB. On a machine of 5440 MiB (4896 MiB for an evaluation, less a process's
 # 4 GiB: 800 MiB) keeping them needs about 1.1 GiB at once, streaming them about 450 MiB.
@@ -38,6 +45,20 @@ def test_the_model_refuses_keeping_all_trials_and_admits_one_at_a_time(monkeypat
     assert fp_mod.need_bytes(fp, "reference", "cpu", 9, True) < fp_mod.need_bytes(
         fp, "reference", "cpu", 9
     )
+
+
+def test_the_oracles_verdict_reaches_the_parent_as_it_was_made():
+    """The oracle answers with a comparison through JSON: the parent reads back the same
+    figures and the same first mismatch (its indices as tuples)."""
+    import torch
+
+    expected = torch.zeros(4, 3)
+    actual = expected.clone()
+    actual[2, 1] = 1.0
+    found = compare_outputs([[expected]], [[actual]], get_policy("strict"), trial_ids=[5])
+    assert found.mismatch is not None and found.mismatch.indices == ((2, 1),)
+    back = comparison_of(json.loads(json.dumps(asdict(found))))
+    assert back == found and not back.ok
 
 
 def test_a_problem_whose_trials_do_not_fit_at_once_evaluates_one_trial_at_a_time(monkeypatch):
@@ -64,6 +85,10 @@ def test_a_problem_whose_trials_do_not_fit_at_once_evaluates_one_trial_at_a_time
         assert off.status is Status.INCORRECT and off.stage == "verify", off.message
         assert off.correctness.trials_run == 9 and off.correctness.trials_passed < 9
         assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
+        # the timed runs too are checked in the oracle: stale outputs there are caught
+        stale = evaluator.evaluate(STALE, problem, CPU)
+        assert stale.status is Status.REJECTED, stale.message
+        assert stale.artifacts.reasons == ("timing:stale-output",), stale.message
     finally:
         evaluator.close()
 

@@ -195,6 +195,43 @@ def test_resume_keeps_earlier_rows_and_refuses_another_policy(tmp_path):
     assert refused.exit_code != 0 and "holds a strict run on cpu-triton" in refused.output
 
 
+def test_shards_run_their_own_problems_and_merge_into_one_table(tmp_path):
+    """--shard I/N takes every Nth problem of the suite (one shard per GPU, each its own
+    --out); --merge keeps other runs' rows (and their best kernels) as --resume keeps OUT's,
+    so the merged table and summary cover the whole suite without running anything again."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    names = ["01_gemm_bias_relu", "02_gemm_gelu_scale", "03_gemm_swish_bias"]
+    for name in names:
+        shutil.copy(PROBLEMS / "level2" / f"{name}.py", suite)
+    meta = {"policy": "strict", "platform": "cpu-triton"}
+    rows = [BenchRow(n, "OK", 3.0, 2.0, 1.0, 2.0, "ieee", verified=True) for n in names]
+    for i, shard_rows in enumerate([[rows[0], rows[2]], [rows[1]]]):
+        write_outputs(shard_rows, summarize(shard_rows), tmp_path / f"s{i}", meta)
+        (tmp_path / f"s{i}" / "best").mkdir()
+        for row in shard_rows:
+            (tmp_path / f"s{i}" / "best" / f"{row.problem}.py").write_text(f"# {row.problem}")
+    second = bench(tmp_path / "s1", "cpu-triton", "--shard", "1/2", "--resume", suite=suite)
+    assert second.exit_code == 0, second.output
+    data = json.loads((tmp_path / "s1" / "bench.json").read_text())
+    assert [r["problem"] for r in data["rows"]] == ["02_gemm_gelu_scale"]
+    assert data["meta"]["shard"] == "1/2"
+    merged = tmp_path / "merged"
+    out = bench(merged, "cpu-triton", "--merge", str(tmp_path / "s0"), "--merge",
+                str(tmp_path / "s1"), suite=suite)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    data = json.loads((merged / "bench.json").read_text())
+    assert [r["problem"] for r in data["rows"]] == names  # the suite's order
+    assert data["summary"]["verified"] == 3 and data["summary"]["problems"] == 3
+    assert sorted(p.name for p in (merged / "best").iterdir()) == [f"{n}.py" for n in names]
+    for bad in ("2/2", "x/3", "1"):
+        refused = bench(tmp_path / "x", "cpu-triton", "--shard", bad, suite=suite)
+        assert refused.exit_code != 0 and "give I/N with 0 <= I < N" in refused.output
+    loose = bench(tmp_path / "y", "cpu-triton", "--policy", "loose", "--merge",
+                  str(tmp_path / "s0"), suite=suite)  # fmt: skip
+    assert loose.exit_code != 0 and "holds a strict run on cpu-triton" in loose.output
+
+
 @pytest.mark.slow
 def test_bench_screens_genomes_before_the_evaluator(tmp_path):
     out = bench(tmp_path, "cpu-cpp", "--sizes", "ci", "--budget", "1", "--screen", "4",

@@ -1,0 +1,138 @@
+"""A streamed reference's comparisons, made in its oracle (footprint.streamed: its trials'
+outputs do not all fit in the parent).
+
+The parent hands the oracle the file a candidate's child saved (a verification trial's
+outputs and changed buffers, or the chosen timed runs' outputs); the oracle recomputes the
+reference's side only then, compares where its outputs are (the accelerator, where there is
+room) and answers with the verdict alone. Before, the oracle wrote each trial's outputs and
+their float64 copies to a file for the parent: 18 GiB a trial for a 4096 x 393216 level-1
+problem, and the first evaluation of one did not finish in 300 s (H200).
+
+The oracle never loads a candidate: it reads the candidate's saved tensors only
+(torch.load with weights_only), as the parent did.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.result import Correctness, Mismatch
+from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed, placed
+
+# the oracle's comparisons run on its accelerator where it has room for this many copies of
+# one trial's outputs: the float32 ones, their float64 copies (two), the candidate's
+DEVICE_OUTPUT_COPIES = 5
+
+
+def load(path: Path) -> Any:
+    """A file a child saved, read and removed."""
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True)
+    finally:
+        path.unlink(missing_ok=True)
+
+
+def handed(path: Path, folder: Path, name: str) -> Path:
+    """A candidate's file moved into the oracle's folder (the oracle reads only its own)."""
+    target = folder / name
+    try:
+        os.replace(path, target)
+    except OSError:  # another file system
+        shutil.move(path, target)
+    return target
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """What the oracle needs to compare a candidate's verification trials (as
+    verify.compare_outputs takes them): the compared trials' numbers, the wide-range ones,
+    the first distribution's, atol's factors per compared trial and output."""
+
+    policy: str
+    float64: bool
+    ids: list[int]
+    wide: list[int]
+    plain: list[int] | None
+    scales: list[list[float]]
+    output_bytes: int
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What the oracle needs to check a candidate's chosen timed runs and burst calls
+    (pipeline._check_timed): the draw, the runs and calls (their outputs, in that order, in
+    `path`), the policy and the reference's own rounding per output (verify.compare_timed)."""
+
+    policy: str
+    draw: int
+    runs: list[int]
+    calls: list[int]
+    path: str
+    slack: list[float]
+    output_bytes: int
+
+
+def compare_device(device: str, output_bytes: int) -> str | None:
+    """Where the oracle compares: `device` where it has room, else the CPU (None)."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    return device if free > DEVICE_OUTPUT_COPIES * output_bytes else None
+
+
+def compare_trial(
+    spec: TrialSpec,
+    pos: int,
+    expected: list[Any],
+    row: list[Any] | None,
+    changed: dict[str, Any],
+    path: Path,
+    device: str | None,
+) -> Comparison:
+    """Compared trial `pos`: the reference's outputs (`row`: their float64 copies, or None)
+    and changed buffers against the candidate's (its file at `path`, read and removed)."""
+    theirs = load(path)
+    mine = (list(expected), row, [changed], theirs["outputs"], theirs["buffers"])
+    expected, row, buffers, outputs, theirs_changed = placed(mine, device)
+    return compare_outputs(
+        [list(expected)],
+        [outputs],
+        get_policy(spec.policy),
+        buffers,
+        [theirs_changed],
+        exact=[list(row)] if row is not None else None,
+        trial_ids=[spec.ids[pos]],
+        wide=spec.wide,
+        plain=spec.plain,
+        scales=[spec.scales[pos]],
+    )
+
+
+def labels(spec: RunSpec) -> list[str]:
+    return [f"timed run {r}" for r in spec.runs] + [f"back-to-back call {c}" for c in spec.calls]
+
+
+def compare_run(
+    spec: RunSpec, label: str, expected: list[Any], actual: list[Any], device: str | None
+) -> str:
+    """One timed run's or burst call's outputs against the reference's ("" when they match)."""
+    expected, actual = placed((expected, actual), device)
+    return compare_timed([expected], [actual], [label], get_policy(spec.policy), spec.slack)
+
+
+def comparison_of(fields: dict[str, Any]) -> Comparison:
+    """A Comparison from the oracle's answer (dataclasses.asdict of one, through JSON)."""
+    mismatch = fields.get("mismatch")
+    if mismatch is not None:
+        indices = tuple(tuple(int(i) for i in ix) for ix in mismatch.get("indices", ()))
+        mismatch = Mismatch(**{**mismatch, "indices": indices})
+    return Comparison(Correctness(**fields["correctness"]), mismatch)
