@@ -24,9 +24,11 @@ from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.result import Correctness, Mismatch
 from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed, placed
 
-# the oracle's comparisons run on its accelerator where it has room for this many copies of
-# one trial's outputs: the float32 ones, their float64 copies (two), the candidate's
-DEVICE_OUTPUT_COPIES = 5
+# the oracle's comparisons run on its accelerator where it has room for this many times one
+# trial's outputs: the trial's float32 inputs and outputs, the float64 run's inputs and outputs
+# (twice the size each: an elementwise problem's inputs are the size of its outputs), the
+# candidate's outputs, a comparison's piece
+DEVICE_OUTPUT_COPIES = 8
 
 
 def load(path: Path) -> Any:
