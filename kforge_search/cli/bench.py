@@ -340,8 +340,9 @@ def bench_cmd(
     merge: Annotated[
         list[str] | None,
         typer.Option(
-            help="an earlier run's OUT folder (repeatable; same policy and platform), e.g. "
-            "another shard's: its rows are kept as --resume keeps OUT's, the rest run"
+            help="another run's OUT folder (repeatable; same policy and platform), e.g. each "
+            "shard's: one table and summary of their rows in OUT; nothing runs, a problem of "
+            "the suite none of them has is NOT_RUN (counted 1.0x over all)"
         ),
     ] = None,
     search_efficiency: Annotated[
@@ -391,6 +392,7 @@ def bench_cmd(
         BenchError,
         best_parent,
         load_rows,
+        not_run_row,
         summarize,
         write_outputs,
     )
@@ -439,9 +441,9 @@ def bench_cmd(
     try:
         done = load_rows(Path(out) / "bench.json", policy, plat.name) if resume else {}
         for folder in merge or []:
+            if not (Path(folder) / "bench.json").exists():
+                fail(f"--merge {folder}: no {Path(folder) / 'bench.json'}")
             kept = load_rows(Path(folder) / "bench.json", policy, plat.name)
-            if not kept:
-                fail(f"--merge {folder}: no rows in {Path(folder) / 'bench.json'}")
             done.update({name: row for name, row in kept.items() if name not in done})
             _copy_best(Path(folder), Path(out), kept)
     except BenchError as exc:
@@ -454,6 +456,16 @@ def bench_cmd(
         from kforge_search.cli.efficiency import run_efficiency
 
         run_efficiency(problems, plat, policy, budget, trials, out, fmt)
+        return
+    if merge:
+        evaluator.close()
+        rows = [done.get(p.name) or not_run_row(p) for p in problems]
+        meta = {"suite": suite, "platform": plat.name, "policy": policy, "merged": merge,
+                "device": ", ".join(sorted({_device_of(Path(f)) for f in merge}))}  # fmt: skip
+        summary = summarize(rows)
+        paths = write_outputs(rows, summary, Path(out), meta)
+        _emit(rows, fmt)
+        _report(summary, policy, paths, fmt)
         return
     agent = BuiltinAgent() if jobs == 1 else _OneAtATime(BuiltinAgent())
     rows: list[Any] = [done[p.name] for p in problems if p.name in done]
@@ -512,6 +524,21 @@ def bench_cmd(
     rows.sort(key=lambda r: order.get(r.problem, len(order)))  # the suite's order
     summary, json_path, csv_path = save(rows, complete=True)
     _emit(rows, fmt)
+    _report(summary, policy, (json_path, csv_path), fmt)
+
+
+def _device_of(folder: Path) -> str:
+    """The device a run's bench.json names ("" where it names none)."""
+    import json
+
+    try:
+        return str(json.loads((folder / "bench.json").read_text())["meta"].get("device", ""))
+    except (OSError, ValueError, KeyError):
+        return ""
+
+
+def _report(summary: Any, policy: str, paths: tuple[Path, Path], fmt: str) -> None:
+    json_path, csv_path = paths
     note(
         f"geomean speedup {_fmt(summary.geomean_speedup, '.2f')}x over {summary.verified} verified"
         f" of {summary.problems} ({_fmt(summary.geomean_all, '.2f')}x over all {summary.problems},"
@@ -521,6 +548,7 @@ def bench_cmd(
         f" fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
         f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
         + (f"; {summary.unrunnable} could not be run" if summary.unrunnable else "")
+        + (f"; {summary.not_run} not run" if summary.not_run else "")
         + f"\n{json_path}\n{csv_path}",
         fmt,
     )

@@ -55,8 +55,10 @@ FIELDS = (
 REFERENCE_FAILED = "REFERENCE_FAILED"
 AGENT_ERROR = "AGENT_ERROR"
 BENCH_ERROR = "BENCH_ERROR"
+NOT_RUN = "NOT_RUN"  # a merged table's problem that no merged run has a row for
 UNRUNNABLE = (REFERENCE_FAILED, AGENT_ERROR, BENCH_ERROR)
-RUN_AGAIN = (AGENT_ERROR, BENCH_ERROR)  # not a verdict on the problem: --resume runs them again
+# not a verdict on the problem: --resume runs them again
+RUN_AGAIN = (AGENT_ERROR, BENCH_ERROR, NOT_RUN)
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,7 @@ class BenchSummary:
     geomean_all: float | None = None
     geomean_fp32: float | None = None  # as geomean_speedup, over fp32 eager / compile only
     geomean_all_fp32: float | None = None  # as geomean_all, over fp32 eager / compile only
+    not_run: int = 0  # problems of the suite no run reached (NOT_RUN rows: bench --merge)
 
 
 class BenchError(Exception):
@@ -302,6 +305,11 @@ def unrunnable_row(problem: Problem, status: str, reason: str, seconds: float = 
     return BenchRow(problem.name, status, seconds=seconds, message=short_reason(reason))
 
 
+def not_run_row(problem: Problem) -> BenchRow:
+    """A merged table's row for a problem that none of the merged runs reached."""
+    return BenchRow(problem.name, NOT_RUN, message="not run: no merged run has a row for it")
+
+
 def short_reason(reason: str, limit: int = 500) -> str:
     """A failure's text on one line: its first line and, of a longer one (a traceback), its
     last (the exception)."""
@@ -340,6 +348,7 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
         geomean_all=_geomean(speedups + [1.0] * (n - len(speedups))),
         geomean_fp32=_geomean(fp32),
         geomean_all_fp32=_geomean(fp32 + [1.0] * (n - len(fp32))),
+        not_run=sum(1 for r in rows if r.status == NOT_RUN),
     )
 
 

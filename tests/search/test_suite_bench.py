@@ -197,8 +197,8 @@ def test_resume_keeps_earlier_rows_and_refuses_another_policy(tmp_path):
 
 def test_shards_run_their_own_problems_and_merge_into_one_table(tmp_path):
     """--shard I/N takes every Nth problem of the suite (one shard per GPU, each its own
-    --out); --merge keeps other runs' rows (and their best kernels) as --resume keeps OUT's,
-    so the merged table and summary cover the whole suite without running anything again."""
+    --out); --merge makes one table and summary of other runs' rows (and gathers their best
+    kernels) without running anything: a problem none of them has is NOT_RUN."""
     suite = tmp_path / "suite"
     suite.mkdir()
     names = ["01_gemm_bias_relu", "02_gemm_gelu_scale", "03_gemm_swish_bias"]
@@ -224,6 +224,12 @@ def test_shards_run_their_own_problems_and_merge_into_one_table(tmp_path):
     assert [r["problem"] for r in data["rows"]] == names  # the suite's order
     assert data["summary"]["verified"] == 3 and data["summary"]["problems"] == 3
     assert sorted(p.name for p in (merged / "best").iterdir()) == [f"{n}.py" for n in names]
+    alone = bench(tmp_path / "z", "cpu-triton", "--merge", str(tmp_path / "s1"), suite=suite)
+    assert alone.exit_code == 0 and "2 not run" in alone.output, alone.output
+    data = json.loads((tmp_path / "z" / "bench.json").read_text())
+    assert [r["status"] for r in data["rows"]] == ["NOT_RUN", "OK", "NOT_RUN"]
+    assert data["summary"]["not_run"] == 2 and data["summary"]["verified"] == 1
+    assert data["summary"]["geomean_all"] < data["summary"]["geomean_speedup"]
     for bad in ("2/2", "x/3", "1"):
         refused = bench(tmp_path / "x", "cpu-triton", "--shard", bad, suite=suite)
         assert refused.exit_code != 0 and "give I/N with 0 <= I < N" in refused.output
