@@ -229,11 +229,16 @@ def _in_parallel(
     """Problems in `jobs` threads, each with its own evaluator (the first one given). Each
     evaluator's children build and verify side by side; its timed runs hold the device alone
     (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
-    once the device has room for it: `share(problem)` of its memory (device_room.py)."""
+    once the device has room for it: `share(problem)` of its memory (device_room.py). The
+    problems that need the whole device go last: each runs alone and holds the others back
+    (H200, level 1 at published sizes: one 4096 x 393216 problem held a shard for 365 s in
+    which its neighbours had finished six), so a run cut short has the most rows."""
     from kforge_search.evaluator import Evaluator
     from kforge_search.search.device_room import DeviceRoom
 
     room = DeviceRoom()
+    shares = {id(p): share(p) for p in problems}
+    problems = sorted(problems, key=lambda p: shares[id(p)] >= room.capacity)
 
     idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
     evaluators = [first] + [Evaluator(first.config) for _ in range(jobs - 1)]
@@ -244,7 +249,7 @@ def _in_parallel(
     def one(problem: Any) -> None:
         evaluator = idle.get()
         try:
-            with room.taken(share(problem)):
+            with room.taken(shares[id(problem)]):
                 row, parents = run(problem, evaluator)
         finally:
             idle.put(evaluator)

@@ -105,13 +105,22 @@ class Oracle:
         return str(self._answer("compared-runs")["difference"])
 
     def _answer(self, kind: str) -> dict[str, Any]:
+        why = ""
         while (event := self.child.next_event()) is not None:
             if event["type"] == kind:
                 return event
             if event["type"] in ("fail", "trials-done"):
+                why = str(event.get("message", "")) or f"it ended its answers ({event['type']})"
                 break
         exit = self.child.exit
-        raise OracleError(f"the oracle's process ended: {exit.output[-1500:] if exit else ''}")
+        if exit is not None and not why:
+            how = f"killed ({exit.killed})" if exit.killed else f"exit {exit.returncode}"
+            how += f", {exit.signal_name}" if exit.signal_name else ""
+            why = (
+                f"its process ended in stage {exit.stage!r}: {how}, peak {exit.peak_rss_mb:.0f} MB"
+            )
+        tail = exit.output[-1500:] if exit else ""
+        raise OracleError(f"the oracle could not answer: {why or 'its process ended'} {tail}")
 
     def close(self) -> None:
         Oracle._end(self.child, self.work)

@@ -444,3 +444,19 @@ def test_bench_prints_whole_rows_to_a_pipe_and_as_csv(tmp_path):
     (line,) = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert line["problem"] == stem and line["message"] == kept.message
     assert float(line["eager_ms"]) == 3.0 and line["verified"] == "False"
+
+
+def test_problems_that_need_the_whole_device_go_last():
+    """A problem whose share is the whole device runs alone and holds the others back: it
+    goes after them, in the suite's order otherwise (a run cut short keeps the most rows)."""
+    from kforge_search.cli.bench import _in_parallel
+
+    ran: list[str] = []
+    shares = {"a_huge": 1.3, "b": 0.1, "c_huge": 1.0, "d": 0.0}
+
+    def run(problem, evaluator):
+        ran.append(problem)
+        return problem, []
+
+    _in_parallel(list(shares), run, object(), 1, lambda row, parents: None, shares.get)
+    assert ran == ["b", "d", "a_huge", "c_huge"]
