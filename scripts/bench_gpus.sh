@@ -9,7 +9,8 @@
 #
 # OUT/shardI/ holds each shard's run (again with --resume), OUT/shardI.log its progress,
 # OUT/all/ the merged bench.json, bench.csv and best/. KFORGE_SHARD_SECONDS stops the shards
-# after that many seconds (their rows so far stand; run again to go on).
+# after that many seconds (SIGINT, SIGKILL 20 s later: the rows so far stand; run again to
+# go on).
 set -u
 py=${PYTHON:-$(command -v python || command -v python3)}
 if [ $# -lt 3 ]; then
@@ -22,7 +23,7 @@ shift 2
 n=${#gpus[@]}
 mkdir -p "$out"
 for i in "${!gpus[@]}"; do
-    CUDA_VISIBLE_DEVICES=${gpus[$i]} timeout --signal=INT "${KFORGE_SHARD_SECONDS:-0}" \
+    CUDA_VISIBLE_DEVICES=${gpus[$i]} timeout --signal=INT --kill-after=20 "${KFORGE_SHARD_SECONDS:-0}" \
         "$py" -m kforge_search bench "$@" --shard "$i/$n" --resume --out "$out/shard$i" \
         >"$out/shard$i.log" 2>&1 &
 done

@@ -230,15 +230,17 @@ def _in_parallel(
     evaluator's children build and verify side by side; its timed runs hold the device alone
     (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
     once the device has room for it: `share(problem)` of its memory (device_room.py). The
-    problems that need the whole device go last: each runs alone and holds the others back
-    (H200, level 1 at published sizes: one 4096 x 393216 problem held a shard for 365 s in
-    which its neighbours had finished six), so a run cut short has the most rows."""
+    problems go smallest share first: a large one waits for room with its thread and its
+    evaluator, and level 1's 14 problems of 4096 x 393216 come one after another in the
+    suite's order (H200, shares of 0.73 each: every thread waited on one, and a shard that had
+    finished six problems in 94 s finished none in the next 380 s); a run cut short keeps
+    the most rows."""
     from kforge_search.evaluator import Evaluator
     from kforge_search.search.device_room import DeviceRoom
 
     room = DeviceRoom()
     shares = {id(p): share(p) for p in problems}
-    problems = sorted(problems, key=lambda p: shares[id(p)] >= room.capacity)
+    problems = sorted(problems, key=lambda p: shares[id(p)])
 
     idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
     evaluators = [first] + [Evaluator(first.config) for _ in range(jobs - 1)]

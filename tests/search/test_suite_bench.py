@@ -446,17 +446,18 @@ def test_bench_prints_whole_rows_to_a_pipe_and_as_csv(tmp_path):
     assert float(line["eager_ms"]) == 3.0 and line["verified"] == "False"
 
 
-def test_problems_that_need_the_whole_device_go_last():
-    """A problem whose share is the whole device runs alone and holds the others back: it
-    goes after them, in the suite's order otherwise (a run cut short keeps the most rows)."""
+def test_problems_go_smallest_device_share_first():
+    """A large share waits for room and holds a thread and an evaluator meanwhile: problems
+    go smallest share first, in the suite's order among equals (a run cut short keeps the
+    most rows)."""
     from kforge_search.cli.bench import _in_parallel
 
     ran: list[str] = []
-    shares = {"a_huge": 1.3, "b": 0.1, "c_huge": 1.0, "d": 0.0}
+    shares = {"a_huge": 1.3, "b": 0.1, "c_huge": 0.7, "d": 0.0, "e": 0.1}
 
     def run(problem, evaluator):
         ran.append(problem)
         return problem, []
 
     _in_parallel(list(shares), run, object(), 1, lambda row, parents: None, shares.get)
-    assert ran == ["b", "d", "a_huge", "c_huge"]
+    assert ran == ["d", "b", "e", "c_huge", "a_huge"]
