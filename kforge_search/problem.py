@@ -36,6 +36,12 @@ class ProblemError(ValueError):
     """A problem file that cannot be used; the message says what to fix."""
 
 
+class DeviceBusy(ProblemError):
+    """The problem's reference lacked device memory that other processes held at the time
+    (the device as a whole has enough): not the problem's fault; run it again when the device
+    is freer (kforge bench runs it again alone)."""
+
+
 def normalize_source(source: str) -> str:
     """Source without comments or formatting differences (the basis of ids)."""
     return ast.unparse(pysource.parse(source))

@@ -203,16 +203,19 @@ def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
     reference's or the agent's prints its traceback to stderr (a bug to report)."""
     import traceback
 
-    from kforge_search.problem import ProblemError
+    from kforge_search.problem import DeviceBusy, ProblemError
     from kforge_search.search.suite_bench import (
         AGENT_ERROR,
         BENCH_ERROR,
+        DEVICE_BUSY,
         REFERENCE_FAILED,
         AgentError,
         one_line,
         unrunnable_row,
     )
 
+    if isinstance(exc, DeviceBusy):
+        return unrunnable_row(problem, DEVICE_BUSY, str(exc), round(seconds, 1))
     if isinstance(exc, ProblemError):
         return unrunnable_row(problem, REFERENCE_FAILED, str(exc), round(seconds, 1))
     if isinstance(exc, AgentError):
@@ -234,9 +237,12 @@ def _in_parallel(
     evaluator, and level 1's 14 problems of 4096 x 393216 come one after another in the
     suite's order (H200, shares of 0.73 each: every thread waited on one, and a shard that had
     finished six problems in 94 s finished none in the next 380 s); a run cut short keeps
-    the most rows."""
+    the most rows. A problem whose reference lacked device memory that the others held
+    (DEVICE_BUSY: H200, level 1, 4 to 8 GiB problems refused with 1-5 GiB of 140 free)
+    runs again, alone on the device."""
     from kforge_search.evaluator import Evaluator
     from kforge_search.search.device_room import DeviceRoom
+    from kforge_search.search.suite_bench import DEVICE_BUSY
 
     room = DeviceRoom()
     shares = {id(p): share(p) for p in problems}
@@ -253,6 +259,9 @@ def _in_parallel(
         try:
             with room.taken(shares[id(problem)]):
                 row, parents = run(problem, evaluator)
+            if row.status == DEVICE_BUSY:  # others held the device: again, alone on it
+                with room.taken(room.capacity):
+                    row, parents = run(problem, evaluator)
         finally:
             idle.put(evaluator)
         with lock:

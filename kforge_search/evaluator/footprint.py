@@ -47,6 +47,11 @@ class Footprint:
     params: int  # parameters and buffers
     note: str = ""  # how it was measured where not exactly (outputs estimated)
 
+    @property
+    def call_bytes(self) -> int:
+        """One call's data: its inputs, outputs, parameters and buffers."""
+        return self.inputs + self.outputs + self.params
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -243,7 +248,7 @@ def shortfall(problem: Any, fp: Footprint, device: str, trials: int, stream: boo
 
 def device_shortfall(problem: Any, fp: Footprint, free: int, total: int) -> str:
     """Why one call cannot run on the device (`free` and `total` bytes; "" where it can)."""
-    need = fp.inputs + fp.outputs + fp.params
+    need = fp.call_bytes
     if need <= free:
         return ""
     return (

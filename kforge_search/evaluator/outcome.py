@@ -85,6 +85,17 @@ def failure_result(
     )
 
 
+def last_exception(output: str) -> str:
+    """The last line of the last traceback in a child's output ("" where it printed none):
+    an exception that escaped the harness's handlers (torch.OutOfMemoryError while its
+    outputs are saved, say) is not the candidate exiting on purpose."""
+    start = output.rfind("Traceback (most recent call last):")
+    if start < 0:
+        return ""
+    lines = [line for line in output[start:].splitlines()[1:] if line and not line[0].isspace()]
+    return lines[0][:300] if lines else ""
+
+
 def exit_result(base: EvalResult, exit: ChildExit, correctness: Any) -> EvalResult:
     """The child ended without a result: classify by how it ended."""
     describe = describe_exit(exit)
@@ -100,6 +111,8 @@ def exit_result(base: EvalResult, exit: ChildExit, correctness: Any) -> EvalResu
     elif exit.signal_name:
         status = Status.RUNTIME_ERROR
         hint = "A crash in native code: check indices and bounds (out-of-bounds access?)."
+    elif raised := last_exception(exit.output):
+        status, hint = Status.RUNTIME_ERROR, f"It raised {raised} (the traceback is in its output)."
     else:
         status, hint = Status.RUNTIME_ERROR, "Do not exit the process from the candidate."
     return replace(

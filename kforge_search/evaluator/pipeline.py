@@ -57,7 +57,7 @@ from kforge_search.evaluator.trial_check import TrialCheck
 from kforge_search.evaluator.verify import compare_timed, placed
 from kforge_search.paths import cache_dir, pycache_dir
 from kforge_search.platforms import Platform
-from kforge_search.problem import Problem, ProblemError, source_hash
+from kforge_search.problem import DeviceBusy, Problem, ProblemError, source_hash
 
 
 def _reveal(runs: list[int], calls: list[int]) -> str:
@@ -311,7 +311,8 @@ class Evaluator:
                                             job.total_trials, streams)  # fmt: skip
                     child.limits = replace(child.limits, memory_mb=mb)
                 elif event["type"] == "fail":
-                    raise ProblemError(f"{problem.name}: {event['message']}")
+                    failed = DeviceBusy if event.get("busy") else ProblemError
+                    raise failed(f"{problem.name}: {event['message']}")
                 elif event["type"] == "reference":
                     hashed = self.config.share_references
                     reference, saved = reference_of(event, job.outputs_path, info, measured,

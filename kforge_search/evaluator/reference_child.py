@@ -64,7 +64,7 @@ def reference_footprint(job: Job, module: Any, channel: Channel) -> footprint.Fo
     if job.device.startswith("cuda"):
         free, total = torch.cuda.mem_get_info()
         if why := footprint.device_shortfall(job.problem, fp, free, total):
-            raise CandidateFailure("PROBLEM_ERROR", why)
+            raise CandidateFailure("PROBLEM_ERROR", why, busy=fp.call_bytes <= total)
     limit = footprint.limit_mb(
         job.memory_limit_mb, fp, job.mode, job.device, job.total_trials, stream
     )
@@ -99,11 +99,23 @@ def run_reference(job: Job, channel: Channel) -> None:
     except Exception as exc:
         if not (where := out_of_memory(exc)):
             raise
+        busy = where == "device" and fp is not None and busy_device(fp)
         raise CandidateFailure(
             "PROBLEM_ERROR",
             footprint.out_of_memory(job.problem, fp, where, exc),
             traceback=traceback.format_exc(),
+            busy=busy,
         ) from exc
+
+
+def busy_device(fp: footprint.Footprint) -> bool:
+    """Whether an out-of-memory on the device may be other processes' doing: they hold a
+    quarter of it or more, and one call's data fits in its total."""
+    import torch
+
+    free, total = torch.cuda.mem_get_info()
+    used_here = torch.cuda.memory_reserved()
+    return fp.call_bytes <= total and total - free - used_here >= total // 4
 
 
 def reference_trials(job: Job, module: Any, channel: Channel) -> None:

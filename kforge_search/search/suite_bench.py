@@ -56,9 +56,10 @@ REFERENCE_FAILED = "REFERENCE_FAILED"
 AGENT_ERROR = "AGENT_ERROR"
 BENCH_ERROR = "BENCH_ERROR"
 NOT_RUN = "NOT_RUN"  # a merged table's problem that no merged run has a row for
-UNRUNNABLE = (REFERENCE_FAILED, AGENT_ERROR, BENCH_ERROR)
+DEVICE_BUSY = "DEVICE_BUSY"  # its reference lacked device memory other processes held
+UNRUNNABLE = (REFERENCE_FAILED, AGENT_ERROR, BENCH_ERROR, DEVICE_BUSY)
 # not a verdict on the problem: --resume runs them again
-RUN_AGAIN = (AGENT_ERROR, BENCH_ERROR, NOT_RUN)
+RUN_AGAIN = (AGENT_ERROR, BENCH_ERROR, NOT_RUN, DEVICE_BUSY)
 
 
 @dataclass(frozen=True)

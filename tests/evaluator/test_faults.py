@@ -146,3 +146,28 @@ def test_twenty_faults_in_a_row_then_an_honest_candidate_is_ok(evaluator, tmp_pa
     assert honest.status is Status.OK, honest.message
     spare = set(evaluator.helper_pids())  # its own warm child, no candidate's
     assert _children() - spare <= before_children, "child processes were left behind"
+
+
+def test_an_exception_that_escaped_the_harness_is_named_not_called_an_exit():
+    """A child that ended with code 1 after a traceback (torch.OutOfMemoryError while its
+    outputs were saved, on a crowded H200) raised: its result names the exception, not
+    "do not exit the process"."""
+    from kforge_search.evaluator.outcome import exit_result, last_exception
+    from kforge_search.evaluator.result import EvalResult
+    from kforge_search.evaluator.sandbox import ChildExit
+
+    output = (
+        'seen 1\nTraceback (most recent call last):\n  File "w.py", line 3, in save\n'
+        "    torch.save(x, p)\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8 GiB\n"
+    )
+    assert last_exception(output).startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert last_exception("no traceback here\n") == ""
+    base = EvalResult(Status.OK, "", "", "id", "name", "cuda-triton", "strict", "h")
+    exit = ChildExit(1, "", "", "verify", output, len(output))
+    result = exit_result(base, exit, None)
+    assert result.status is Status.RUNTIME_ERROR
+    assert "It raised torch.OutOfMemoryError" in result.message, result.message
+    assert "Do not exit" not in result.message
+    plain = exit_result(base, ChildExit(1, "", "", "verify", "bye\n", 4), None)
+    assert "Do not exit the process" in plain.message

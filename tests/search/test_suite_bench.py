@@ -457,7 +457,32 @@ def test_problems_go_smallest_device_share_first():
 
     def run(problem, evaluator):
         ran.append(problem)
-        return problem, []
+        return BenchRow(problem, "OK"), []
 
     _in_parallel(list(shares), run, object(), 1, lambda row, parents: None, shares.get)
     assert ran == ["d", "b", "e", "c_huge", "a_huge"]
+
+
+def test_a_problem_refused_for_a_busy_device_runs_again_alone():
+    """A reference that lacked device memory other jobs held (DeviceBusy) is no verdict on
+    the problem: its row is DEVICE_BUSY, which the bench runs again, alone on the device, and
+    --resume runs again."""
+    from kforge_search.cli.bench import _in_parallel, _unrunnable
+    from kforge_search.problem import DeviceBusy
+    from kforge_search.search.suite_bench import DEVICE_BUSY, RUN_AGAIN
+
+    row = _unrunnable(PROBLEM, DeviceBusy("the device has 4 GiB free of 140"), 1.0)
+    assert row.status == DEVICE_BUSY and DEVICE_BUSY in RUN_AGAIN
+    ran: list[str] = []
+    rows: dict[str, str] = {}
+
+    def run(problem, evaluator):
+        ran.append(problem)
+        busy = problem == "b" and ran.count("b") == 1
+        return BenchRow(problem, DEVICE_BUSY if busy else "OK"), []
+
+    def finished(row, parents):
+        rows[row.problem] = row.status
+
+    _in_parallel(["a", "b"], run, object(), 1, finished, lambda p: 0.1)
+    assert ran == ["a", "b", "b"] and rows == {"a": "OK", "b": "OK"}
