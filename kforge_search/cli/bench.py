@@ -227,12 +227,19 @@ def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
 
 
 def _in_parallel(
-    problems: list[Any], run: Any, first: Any, jobs: int, finished: Any, share: Any
+    problems: list[Any],
+    run: Any,
+    first: Any,
+    jobs: int,
+    finished: Any,
+    share: Any,
+    free: Any = None,
 ) -> None:
     """Problems in `jobs` threads, each with its own evaluator (the first one given). Each
     evaluator's children build and verify side by side; its timed runs hold the device alone
     (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
-    once the device has room for it: `share(problem)` of its memory (device_room.py). The
+    once the device has room for it: `share(problem)` of its memory, and that much free
+    (`free()`, where given: device_room.py). The
     problems go smallest share first: a large one waits for room with its thread and its
     evaluator, and level 1's 14 problems of 4096 x 393216 come one after another in the
     suite's order (H200, shares of 0.73 each: every thread waited on one, and a shard that had
@@ -244,7 +251,7 @@ def _in_parallel(
     from kforge_search.search.device_room import DeviceRoom
     from kforge_search.search.suite_bench import DEVICE_BUSY
 
-    room = DeviceRoom()
+    room = DeviceRoom(free=free)
     shares = {id(p): share(p) for p in problems}
     problems = sorted(problems, key=lambda p: shares[id(p)])
 
@@ -404,6 +411,7 @@ def bench_cmd(
         suite_problems,
     )
     from kforge_search.evaluator import EvalConfig, Evaluator
+    from kforge_search.search.device_room import free_share
     from kforge_search.search.suite_bench import (
         BenchError,
         best_parent,
@@ -534,7 +542,8 @@ def bench_cmd(
                 with log.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
                     finished(*run(problem, evaluator))
         else:
-            _in_parallel(todo, run, evaluator, jobs, finished, _device_shares(plat, agent))
+            shares, free = _device_shares(plat, agent), free_share(plat.device_kind)
+            _in_parallel(todo, run, evaluator, jobs, finished, shares, free)
     finally:
         evaluator.close()  # its warm spare child ends now, not when this process does
     rows.sort(key=lambda r: order.get(r.problem, len(order)))  # the suite's order

@@ -9,6 +9,7 @@ import types
 
 import torch
 
+from kforge_search.search import device_room
 from kforge_search.search.device_room import DEVICE_COPIES, DeviceRoom, device_share
 
 
@@ -73,3 +74,24 @@ def test_the_share_is_one_calls_data_times_the_copies_an_evaluation_holds():
     broken = _program(4, 4)
     broken.get_inputs = lambda: 1 / 0
     assert device_share(broken, 80 * 2**30) == 0.0  # the reference's child says why
+
+
+def test_a_job_also_waits_for_the_memory_others_hold_to_be_free(monkeypatch):
+    """Shares are estimates: a job whose share fits beside the others' still waits while
+    the device's measured free memory is less than its share (other processes hold it), and
+    goes once it is free; alone, it goes whatever is free."""
+    monkeypatch.setattr(device_room, "FREE_POLL_S", 0.05)
+    free = {"share": 0.05}
+    room, log = DeviceRoom(free=lambda: free["share"]), []
+    first = _enter(room, 0.1, log, "first", 0.6)
+    time.sleep(0.1)
+    second = _enter(room, 0.1, log, "second", 0.0)
+    time.sleep(0.2)
+    assert "+second" not in log  # 0.2 of 1.0 in shares, but 0.05 free
+    free["share"] = 0.5
+    second.join(5)
+    first.join(5)
+    assert log.index("+second") < log.index("-first")  # went beside it once free
+    lonely = DeviceRoom(free=lambda: 0.0)
+    with lonely.taken(0.3):  # no one else: it goes
+        pass
