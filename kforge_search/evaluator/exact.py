@@ -215,7 +215,43 @@ def float64_run(
 def float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any], str]:
     """One trial of the float64 run in lockstep with the float32 one (a streamed reference:
     reference_child.replay): the outputs of `model` (already `.double()`) on `inputs` in float64,
-    or ([], why there is none): the same reasons as `float64_run`'s."""
+    or ([], why there is none): the same reasons as `float64_run`'s. Where the accelerator
+    runs out of memory (other processes hold it: a bench's jobs), the run goes on the host,
+    the model with it for the trials after (H200, 19_ReLU at 4096 x 393216: the oracle's
+    float64 run could not have 12 GiB while other jobs held 130 of 140 GiB)."""
+    import torch
+
+    if device != "cpu" and _on_host(model):
+        device, inputs = "cpu", _to_host(inputs)
+    try:
+        return _float64_step(model, inputs, device)
+    except torch.OutOfMemoryError:
+        if device == "cpu":
+            return [], "numerics: no float64 reference: the float64 run ran out of memory"
+    torch.cuda.empty_cache()
+    model.to("cpu")
+    try:
+        return _float64_step(model, _to_host(inputs), "cpu")
+    except torch.OutOfMemoryError:
+        return [], "numerics: no float64 reference: the float64 run ran out of memory"
+
+
+def _on_host(model: Any) -> bool:
+    tensors = [*model.parameters(), *model.buffers()]
+    return bool(tensors) and all(t.device.type == "cpu" for t in tensors)
+
+
+def _to_host(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to("cpu")
+    if isinstance(value, list | tuple):
+        return type(value)(_to_host(v) for v in value)
+    return value
+
+
+def _float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any], str]:
     import torch
 
     why = "numerics: no float64 reference: "
@@ -227,6 +263,8 @@ def float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any],
         outs = list(out) if isinstance(out, list | tuple) else [out]
         if any(not torch.equal(a, b) for a, b in zip(before, _rng_states(device), strict=True)):
             return [], why + "the forward draws random numbers (in float64, others)"
+    except torch.OutOfMemoryError:
+        raise
     except Exception as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         return [], why + f"the model does not run in float64 ({type(exc).__name__}: {first})"

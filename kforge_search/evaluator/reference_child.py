@@ -467,16 +467,31 @@ def serve_compared_trials(module: Any, job: Job, channel: Channel, spec: TrialSp
             channel.send("compared", error=f"trial {wanted}: the reference has no such trial")
             break
         row: list[Any] | str | None = None
+        where = device  # this trial's: the host where the device has no room for it now
         if spec.float64:
-            row = step.why64 or float64_row(step.outputs, step.exact, device or "cpu")
+            row, where = step.why64 or None, device
+            if not row:
+                row, where = float64_row_where(step, device)
         if step.raised or isinstance(row, str):
             channel.send("compared", error=f"trial {wanted}: {step.raised or row}")
             break
         found = compare_trial(spec, pos, step.outputs, row, step.changed, Path(command[1]),
-                              device)  # fmt: skip
+                              where)  # fmt: skip
         del row, step
         channel.send("compared", comparison=asdict(found))
     channel.send("trials-done")
+
+
+def float64_row_where(step: Replayed, device: str | None) -> tuple[list[Any] | str, str | None]:
+    """A replayed trial's float64 row on `device` (None: the host), and where it is: on the
+    host where the device runs out of memory for it (other processes hold it)."""
+    import torch
+
+    try:
+        return float64_row(step.outputs, step.exact, device or "cpu"), device
+    except torch.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return float64_row(step.outputs, step.exact, "cpu"), None
 
 
 def serve_compared_runs(
