@@ -69,7 +69,7 @@ class TrialSpec:
 @dataclass(frozen=True)
 class RunSpec:
     """What the oracle needs to check a candidate's chosen timed runs and burst calls
-    (pipeline._check_timed): the draw, the runs and calls (their outputs, in that order, in
+    (candidate_drive.py): the draw, the runs and calls (their outputs, in that order, in
     `path`), the policy and the reference's own rounding per output (verify.compare_timed)."""
 
     policy: str

@@ -12,57 +12,40 @@ import shutil
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import baselines as noise
-from kforge_search.evaluator import footprint, ncu, peers, tensorfile, timed_check
+from kforge_search.evaluator import footprint, ncu, peers, tensorfile
 from kforge_search.evaluator.baselines import BaselineCache, cache_key
+from kforge_search.evaluator.candidate_drive import CandidateDrive
 from kforge_search.evaluator.config import EvalConfig, cached_share
 from kforge_search.evaluator.devicelock import LOCK_DIR_ENV, DeviceLock, device_key, lock_folder
 from kforge_search.evaluator.footprint import Footprint
-from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
+from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.oracle import Oracle, OracleError
-from kforge_search.evaluator.oracle_compare import RunSpec
 from kforge_search.evaluator.outcome import (
     describe_exit,
-    exit_result,
-    failure_result,
-    mismatch_message,
-    not_general,
-    output_tail,
-    timing_problem,
-    with_child_warning,
 )
 from kforge_search.evaluator.phases import PhaseClock
-from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
-from kforge_search.evaluator.reference import Reference, load_tensors, memory_note, reference_of
+from kforge_search.evaluator.reference import Reference, memory_note, reference_of
 from kforge_search.evaluator.reference_store import ReferenceStore
 from kforge_search.evaluator.result import (
     Artifacts,
     Baseline,
     EvalResult,
     Status,
-    TimingStats,
 )
 from kforge_search.evaluator.sandbox import Child, Limits, make_undumpable
 from kforge_search.evaluator.spare import Spares
 from kforge_search.evaluator.static_check import excused_names, static_check
-from kforge_search.evaluator.timed_runs import timed_path
-from kforge_search.evaluator.trial_check import TrialCheck
-from kforge_search.evaluator.verify import compare_timed, placed
 from kforge_search.paths import cache_dir, pycache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import DeviceBusy, Problem, ProblemError, source_hash
-
-
-def _reveal(runs: list[int], calls: list[int]) -> str:
-    """The command that asks a candidate's child for the chosen runs' and calls' outputs."""
-    return " ".join(["reveal", *map(str, runs), "|", *map(str, calls)])
 
 
 class Evaluator:
@@ -78,7 +61,6 @@ class Evaluator:
         self._spares = Spares()
         self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
         self._device_ok: bool | None = None  # this process can compare on its accelerator
-        self._lane_wait = 0.0  # the candidate's wait for the exclusive lock (its phase)
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
@@ -465,17 +447,20 @@ class Evaluator:
             )
             base = replace(base, limits=used)
             with self._child(job, work, platform, limits=limits) as child:
-                result = self._drive_candidate(
+                drive = CandidateDrive(
                     child,
                     job,
                     ref,
                     unseen,
-                    base,
                     lambda: self._oracle(problem, platform),
                     (lambda: self._oracle(unseen[0], platform)) if unseen else None,
+                    self._lock(job.device),  # held shared by _child
+                    self.config,
+                    self._compare_device(job.device),
                 )
+                result = drive.result(base)
             # the wait for the timing lane (the device lock, exclusive) is its own phase
-            waited, self._lane_wait = self._lane_wait, 0.0
+            waited = drive.lane_wait
             clock.extend((n, s - waited if n == "verify" else s) for n, s in child.phases())
             clock.add("lane_wait", waited)
         finally:
@@ -547,59 +532,6 @@ class Evaluator:
                 self._unseen_failed[key] = f"the unseen sizes are not checked: {why[:600]}"
         return None, self._unseen_failed[key]
 
-    @staticmethod
-    def _rejected(
-        base: EvalResult, child: Child, problem: tuple[str, str], correctness: Any, timing: Any
-    ) -> EvalResult:
-        """REJECTED in the time stage, for cheating seen in or after the timed runs."""
-        child.kill("")
-        reason, message = problem
-        return replace(
-            base,
-            status=Status.REJECTED,
-            stage="time",
-            message=f"{message} [{reason}]",
-            correctness=correctness,
-            timing=timing,
-            artifacts=Artifacts(output_tail=output_tail(child), reasons=(reason,)),
-        )
-
-    def _check_timed(
-        self,
-        oracle: Callable[[], Oracle],
-        draw: int,
-        job: Job,
-        ref: Reference,
-        chosen: tuple[list[int], list[int]],
-    ) -> str:
-        """The chosen timed runs' and burst calls' whole outputs (the child saved them)
-        against the oracle's for the same inputs: "" when they match, else what differs.
-        Burst call c ran on timed run c's inputs. An oracle that died meanwhile is started
-        again, once."""
-        runs, calls = chosen
-        if not runs and not calls:
-            Path(timed_path(job.outputs_path)).unlink(missing_ok=True)
-            return ""
-        # beside atol, twice the float32 reference's own error (the float64 rule's bound for
-        # an output as exact as the reference: verify.py), which the oracle shares
-        slack = [2 * e for e in ref.numerics.float32_error]
-        if ref.streamed is not None:  # compared in the oracle (oracle_compare.py)
-            spec = RunSpec(self.config.policy, draw, runs, calls, timed_path(job.outputs_path),
-                           slack, ref.output_bytes)  # fmt: skip
-            return oracle().compare_runs(spec)
-        actual = load_tensors(Path(timed_path(job.outputs_path)))
-        wanted = sorted({*runs, *calls})
-        try:
-            answers = oracle().outputs(draw, wanted)
-        except OracleError:
-            answers = oracle().outputs(draw, wanted)
-        by_run = dict(zip(wanted, answers, strict=True))
-        expected = [by_run[r] for r in runs] + [by_run[c] for c in calls]
-        labels = [f"timed run {r}" for r in runs] + [f"back-to-back call {c}" for c in calls]
-        policy = get_policy(self.config.policy)
-        expected, actual = placed((expected, actual), self._compare_device(job.device))
-        return compare_timed(expected, actual, labels, policy, slack)
-
     def _free_device_memory(self) -> None:
         """The comparisons' cached accelerator memory, back to the device for the jobs."""
         if self._device_ok:
@@ -619,172 +551,3 @@ class Evaluator:
 
             self._device_ok = torch.cuda.is_available()
         return device if self._device_ok else None
-
-    def _drive_candidate(
-        self,
-        child: Child,
-        job: Job,
-        ref: Reference,
-        unseen: tuple[Problem, Reference] | None,
-        base: EvalResult,
-        oracle: Callable[[], Oracle],
-        unseen_oracle: Callable[[], Oracle] | None = None,
-    ) -> EvalResult:
-        """The parent's side of a candidate child, event by event, to its result:
-        verify (trial by trial: trial_check.py) -> time (-> burst, the timed runs checked)
-        (-> profile) (-> the unseen sizes' verification)."""
-        policy = get_policy(self.config.policy)
-        device = self._compare_device(job.device)
-        check = ref.check(policy, oracle, device)
-        unseen_check = (
-            unseen[1].check(policy, unseen_oracle, device) if unseen and unseen_oracle else None
-        )
-        try:
-            return self._candidate_events(
-                child, job, ref, unseen, base, oracle, check, unseen_check
-            )
-        except OracleError as exc:  # a streamed reference's oracle could not answer
-            child.kill("")
-            return replace(base, status=Status.INFRA_ERROR, stage=child.stage or "verify",
-                           message=str(exc))  # fmt: skip
-        finally:
-            check.close()
-            if unseen_check is not None:
-                unseen_check.close()
-
-    def _candidate_events(
-        self,
-        child: Child,
-        job: Job,
-        ref: Reference,
-        unseen: tuple[Problem, Reference] | None,
-        base: EvalResult,
-        oracle: Callable[[], Oracle],
-        check: TrialCheck,
-        unseen_check: TrialCheck | None,
-    ) -> EvalResult:
-        lock = self._lock(job.device)  # held shared by _child
-        correctness = base.correctness
-        timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
-        unseen_sizes = unseen[0].sizes if unseen else {}
-        timing, runs, went, draw = TimingStats("", 0, 0.0, 0.0, 0.0), 0, 0.0, 0
-        chosen: tuple[list[int], list[int]] = ([], [])  # timed runs, burst calls checked
-
-        def after_timing(result: EvalResult) -> EvalResult | None:
-            if unseen is None:
-                child.kill("")
-                return replace(result, artifacts=Artifacts(output_tail=output_tail(child)))
-            child.send("unseen")
-            return None
-
-        while (event := child.next_event()) is not None:
-            kind = event["type"]
-            if kind == "warning":  # the child runs without its file-system sandbox (landlock.py)
-                base = with_child_warning(base, event)
-                continue
-            if kind == "fail":
-                child.kill("")
-                if timed_ok is not None and child.stage == "unseen":
-                    return not_general(timed_ok, unseen_sizes, event["message"], child)
-                return failure_result(base, event, child.stage, child.exit)
-            if kind == "trial":  # one verification trial's outputs: compared, then the next
-                later = timed_ok is not None and unseen_check is not None
-                path = job.unseen_outputs_path if later else job.outputs_path
-                (unseen_check if later else check).add(  # type: ignore[union-attr]
-                    int(event["pos"]), Path(trial_path(path, int(event["pos"])))
-                )
-                child.ask("next")  # its stage's clock starts again: the comparison is ours
-            elif kind == "verified":
-                comparison = check.result()
-                correctness = comparison.correctness
-                if not comparison.ok:
-                    child.send("stop")
-                    child.kill("")
-                    assert comparison.mismatch is not None
-                    return replace(
-                        base,
-                        status=Status.INCORRECT,
-                        stage="verify",
-                        message=mismatch_message(comparison.mismatch, correctness),
-                        correctness=correctness,
-                        artifacts=Artifacts(
-                            mismatch=comparison.mismatch, output_tail=output_tail(child)
-                        ),
-                    )
-                # no other evaluator's work on the device, nor a spare's warm-up (standby.py);
-                # the shared hold is let go while waiting: the child is idle until "time"
-                waited = time.monotonic()
-                lock.hold(exclusive=True)
-                self._lane_wait = time.monotonic() - waited  # in the child's verify stage
-                draw = timed_check.draw()  # only now: after the candidate is loaded
-                child.send(f"time {draw}")
-            elif kind == "timing":
-                timing, runs = TimingStats(**event["timing"]), int(event.get("runs", 0))
-                if problem := timing_problem(timing, ""):
-                    return self._rejected(base, child, problem, correctness, timing)
-                child.send(f"burst {timed_check.burst_calls(timing)}")
-            elif kind == "burst-ready":
-                went = time.perf_counter()  # the parent's own clock
-                child.send("go")
-            elif kind == "burst":
-                wall_ms = (time.perf_counter() - went) * 1e3
-                lock.hold(exclusive=False)
-                calls = int(event["calls"])
-                if problem := timed_check.wall_problem(timing, wall_ms, calls):
-                    return self._rejected(base, child, problem, correctness, timing)
-                k_runs, k_calls = timed_check.reveal_counts(ref.output_bytes)
-                chosen = (timed_check.choose(runs, k_runs), timed_check.choose(calls, k_calls))
-                child.send(_reveal(*chosen))
-            elif kind == "revealed":
-                try:
-                    stale = self._check_timed(oracle, draw, job, ref, chosen)
-                except OracleError as exc:
-                    child.kill("")
-                    return replace(base, status=Status.INFRA_ERROR, stage="time",
-                                   message=str(exc), correctness=correctness)  # fmt: skip
-                if stale:
-                    problem = timing_problem(timing, stale)
-                    assert problem is not None
-                    return self._rejected(base, child, problem, correctness, timing)
-                timed_ok = replace(
-                    base,
-                    status=Status.OK,
-                    stage="done",
-                    message="verified and timed",
-                    correctness=correctness,
-                    timing=timing,
-                )
-                if self.config.profile:
-                    lock.hold(exclusive=True)  # the profile is measured too
-                    child.send("profile")
-                    continue
-                if (done := after_timing(timed_ok)) is not None:
-                    return done
-            elif kind == "profile":
-                assert timed_ok is not None
-                lock.hold(exclusive=False)
-                timed_ok = replace(timed_ok, profile=Profile.from_dict(event["profile"]))
-                if (done := after_timing(timed_ok)) is not None:
-                    return done
-            elif kind == "unseen":
-                assert timed_ok is not None and unseen is not None and unseen_check is not None
-                comparison = unseen_check.result()
-                child.kill("")
-                if not comparison.ok:
-                    assert comparison.mismatch is not None
-                    why = mismatch_message(comparison.mismatch, comparison.correctness)
-                    return not_general(timed_ok, unseen_sizes, why, child)
-                return replace(
-                    timed_ok, generalizes="yes", artifacts=Artifacts(output_tail=output_tail(child))
-                )
-        assert child.exit is not None
-        if timed_ok is not None:  # a later stage failed: the verified, timed result stands
-            why = describe_exit(child.exit)
-            if child.exit.stage == "unseen":
-                return not_general(timed_ok, unseen_sizes, f"the candidate's process: {why}", child)
-            return replace(
-                timed_ok,
-                warnings=(*timed_ok.warnings, f"profile failed: {why}"),
-                artifacts=Artifacts(output_tail=output_tail(child)),
-            )
-        return exit_result(base, child.exit, correctness)

@@ -1,0 +1,259 @@
+"""A candidate's child, driven from the evaluator's side (pipeline.Evaluator), event by
+event, to its result: verify (trial by trial: trial_check.py) -> time (-> burst, the timed
+runs checked: timed_check.py) (-> profile) (-> the unseen sizes' verification).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from kforge_search.evaluator import timed_check
+from kforge_search.evaluator.config import EvalConfig
+from kforge_search.evaluator.devicelock import DeviceLock
+from kforge_search.evaluator.job import Job, trial_path
+from kforge_search.evaluator.oracle import Oracle, OracleError
+from kforge_search.evaluator.oracle_compare import RunSpec
+from kforge_search.evaluator.outcome import (
+    describe_exit,
+    exit_result,
+    failure_result,
+    mismatch_message,
+    not_general,
+    output_tail,
+    timing_problem,
+    with_child_warning,
+)
+from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.profile import Profile
+from kforge_search.evaluator.reference import Reference, load_tensors
+from kforge_search.evaluator.result import Artifacts, EvalResult, Status, TimingStats
+from kforge_search.evaluator.sandbox import Child
+from kforge_search.evaluator.timed_runs import timed_path
+from kforge_search.evaluator.trial_check import TrialCheck
+from kforge_search.evaluator.verify import compare_timed, placed
+from kforge_search.problem import Problem
+
+
+def reveal(runs: list[int], calls: list[int]) -> str:
+    """The command that asks a candidate's child for the chosen runs' and calls' outputs."""
+    return " ".join(["reveal", *map(str, runs), "|", *map(str, calls)])
+
+
+def rejected(
+    base: EvalResult, child: Child, problem: tuple[str, str], correctness: Any, timing: Any
+) -> EvalResult:
+    """REJECTED in the time stage, for cheating seen in or after the timed runs."""
+    child.kill("")
+    reason, message = problem
+    return replace(
+        base,
+        status=Status.REJECTED,
+        stage="time",
+        message=f"{message} [{reason}]",
+        correctness=correctness,
+        timing=timing,
+        artifacts=Artifacts(output_tail=output_tail(child), reasons=(reason,)),
+    )
+
+
+@dataclass
+class CandidateDrive:
+    """One candidate's child, from the parent's side: `oracle` (and `unseen_oracle`) answer
+    for the reference where the parent does not hold it; `lock` is the device's, held shared
+    by the child's start; `device` is where the comparisons run (None: the CPU).
+    `lane_wait`: how long the candidate waited for the timing lane (its own phase)."""
+
+    child: Child
+    job: Job
+    ref: Reference
+    unseen: tuple[Problem, Reference] | None
+    oracle: Callable[[], Oracle]
+    unseen_oracle: Callable[[], Oracle] | None
+    lock: DeviceLock
+    config: EvalConfig
+    device: str | None
+    lane_wait: float = 0.0
+
+    def result(self, base: EvalResult) -> EvalResult:
+        """The candidate's result, from `base` (what the evaluation knew before its child)."""
+        child, ref, unseen = self.child, self.ref, self.unseen
+        policy = get_policy(self.config.policy)
+        check = ref.check(policy, self.oracle, self.device)
+        unseen_check = (
+            unseen[1].check(policy, self.unseen_oracle, self.device)
+            if unseen and self.unseen_oracle
+            else None
+        )
+        try:
+            return self._events(base, check, unseen_check)
+        except OracleError as exc:  # a streamed reference's oracle could not answer
+            child.kill("")
+            return replace(base, status=Status.INFRA_ERROR, stage=child.stage or "verify",
+                           message=str(exc))  # fmt: skip
+        finally:
+            check.close()
+            if unseen_check is not None:
+                unseen_check.close()
+
+    def _events(
+        self, base: EvalResult, check: TrialCheck, unseen_check: TrialCheck | None
+    ) -> EvalResult:
+        child, job, ref, unseen, lock = self.child, self.job, self.ref, self.unseen, self.lock
+        correctness = base.correctness
+        timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
+        unseen_sizes = unseen[0].sizes if unseen else {}
+        timing, runs, went, draw = TimingStats("", 0, 0.0, 0.0, 0.0), 0, 0.0, 0
+        chosen: tuple[list[int], list[int]] = ([], [])  # timed runs, burst calls checked
+
+        def after_timing(result: EvalResult) -> EvalResult | None:
+            if unseen is None:
+                child.kill("")
+                return replace(result, artifacts=Artifacts(output_tail=output_tail(child)))
+            child.send("unseen")
+            return None
+
+        while (event := child.next_event()) is not None:
+            kind = event["type"]
+            if kind == "warning":  # the child runs without its file-system sandbox (landlock.py)
+                base = with_child_warning(base, event)
+                continue
+            if kind == "fail":
+                child.kill("")
+                if timed_ok is not None and child.stage == "unseen":
+                    return not_general(timed_ok, unseen_sizes, event["message"], child)
+                return failure_result(base, event, child.stage, child.exit)
+            if kind == "trial":  # one verification trial's outputs: compared, then the next
+                later = timed_ok is not None and unseen_check is not None
+                path = job.unseen_outputs_path if later else job.outputs_path
+                (unseen_check if later else check).add(  # type: ignore[union-attr]
+                    int(event["pos"]), Path(trial_path(path, int(event["pos"])))
+                )
+                child.ask("next")  # its stage's clock starts again: the comparison is ours
+            elif kind == "verified":
+                comparison = check.result()
+                correctness = comparison.correctness
+                if not comparison.ok:
+                    child.send("stop")
+                    child.kill("")
+                    assert comparison.mismatch is not None
+                    return replace(
+                        base,
+                        status=Status.INCORRECT,
+                        stage="verify",
+                        message=mismatch_message(comparison.mismatch, correctness),
+                        correctness=correctness,
+                        artifacts=Artifacts(
+                            mismatch=comparison.mismatch, output_tail=output_tail(child)
+                        ),
+                    )
+                # no other evaluator's work on the device, nor a spare's warm-up (standby.py);
+                # the shared hold is let go while waiting: the child is idle until "time"
+                waited = time.monotonic()
+                lock.hold(exclusive=True)
+                self.lane_wait = time.monotonic() - waited  # in the child's verify stage
+                draw = timed_check.draw()  # only now: after the candidate is loaded
+                child.send(f"time {draw}")
+            elif kind == "timing":
+                timing, runs = TimingStats(**event["timing"]), int(event.get("runs", 0))
+                if problem := timing_problem(timing, ""):
+                    return rejected(base, child, problem, correctness, timing)
+                child.send(f"burst {timed_check.burst_calls(timing)}")
+            elif kind == "burst-ready":
+                went = time.perf_counter()  # the parent's own clock
+                child.send("go")
+            elif kind == "burst":
+                wall_ms = (time.perf_counter() - went) * 1e3
+                lock.hold(exclusive=False)
+                calls = int(event["calls"])
+                if problem := timed_check.wall_problem(timing, wall_ms, calls):
+                    return rejected(base, child, problem, correctness, timing)
+                k_runs, k_calls = timed_check.reveal_counts(ref.output_bytes)
+                chosen = (timed_check.choose(runs, k_runs), timed_check.choose(calls, k_calls))
+                child.send(reveal(*chosen))
+            elif kind == "revealed":
+                try:
+                    stale = self._check_timed(draw, chosen)
+                except OracleError as exc:
+                    child.kill("")
+                    return replace(base, status=Status.INFRA_ERROR, stage="time",
+                                   message=str(exc), correctness=correctness)  # fmt: skip
+                if stale:
+                    problem = timing_problem(timing, stale)
+                    assert problem is not None
+                    return rejected(base, child, problem, correctness, timing)
+                timed_ok = replace(
+                    base,
+                    status=Status.OK,
+                    stage="done",
+                    message="verified and timed",
+                    correctness=correctness,
+                    timing=timing,
+                )
+                if self.config.profile:
+                    lock.hold(exclusive=True)  # the profile is measured too
+                    child.send("profile")
+                    continue
+                if (done := after_timing(timed_ok)) is not None:
+                    return done
+            elif kind == "profile":
+                assert timed_ok is not None
+                lock.hold(exclusive=False)
+                timed_ok = replace(timed_ok, profile=Profile.from_dict(event["profile"]))
+                if (done := after_timing(timed_ok)) is not None:
+                    return done
+            elif kind == "unseen":
+                assert timed_ok is not None and unseen is not None and unseen_check is not None
+                comparison = unseen_check.result()
+                child.kill("")
+                if not comparison.ok:
+                    assert comparison.mismatch is not None
+                    why = mismatch_message(comparison.mismatch, comparison.correctness)
+                    return not_general(timed_ok, unseen_sizes, why, child)
+                return replace(
+                    timed_ok, generalizes="yes", artifacts=Artifacts(output_tail=output_tail(child))
+                )
+        assert child.exit is not None
+        if timed_ok is not None:  # a later stage failed: the verified, timed result stands
+            why = describe_exit(child.exit)
+            if child.exit.stage == "unseen":
+                return not_general(timed_ok, unseen_sizes, f"the candidate's process: {why}", child)
+            return replace(
+                timed_ok,
+                warnings=(*timed_ok.warnings, f"profile failed: {why}"),
+                artifacts=Artifacts(output_tail=output_tail(child)),
+            )
+        return exit_result(base, child.exit, correctness)
+
+    def _check_timed(self, draw: int, chosen: tuple[list[int], list[int]]) -> str:
+        """The chosen timed runs' and burst calls' whole outputs (the child saved them)
+        against the oracle's for the same inputs: "" when they match, else what differs.
+        Burst call c ran on timed run c's inputs. An oracle that died meanwhile is started
+        again, once."""
+        oracle, job, ref = self.oracle, self.job, self.ref
+        runs, calls = chosen
+        if not runs and not calls:
+            Path(timed_path(job.outputs_path)).unlink(missing_ok=True)
+            return ""
+        # beside atol, twice the float32 reference's own error (the float64 rule's bound for
+        # an output as exact as the reference: verify.py), which the oracle shares
+        slack = [2 * e for e in ref.numerics.float32_error]
+        if ref.streamed is not None:  # compared in the oracle (oracle_compare.py)
+            spec = RunSpec(self.config.policy, draw, runs, calls, timed_path(job.outputs_path),
+                           slack, ref.output_bytes)  # fmt: skip
+            return oracle().compare_runs(spec)
+        actual = load_tensors(Path(timed_path(job.outputs_path)))
+        wanted = sorted({*runs, *calls})
+        try:
+            answers = oracle().outputs(draw, wanted)
+        except OracleError:
+            answers = oracle().outputs(draw, wanted)
+        by_run = dict(zip(wanted, answers, strict=True))
+        expected = [by_run[r] for r in runs] + [by_run[c] for c in calls]
+        labels = [f"timed run {r}" for r in runs] + [f"back-to-back call {c}" for c in calls]
+        policy = get_policy(self.config.policy)
+        expected, actual = placed((expected, actual), self.device)
+        return compare_timed(expected, actual, labels, policy, slack)
