@@ -27,6 +27,7 @@ class Peaks:
             "tf32x3": self.tf32_tflops / 3,
             "bf16x3": self.bf16_tflops / 3,
             "tf32": self.tf32_tflops,
+            "tf32rn": self.tf32_tflops,
             "bf16": self.bf16_tflops,
         }[precision]
 

@@ -259,7 +259,7 @@ def analyze(
 
 def _peak_ratio(have: str, want: str) -> float:
     ratio = {"ieee": 1.0, "fp32": 1.0, "": 1.0, "tf32x3": 2.5, "bf16x3": 4.9, "tf32": 7.4,
-             "bf16": 14.8}  # fmt: skip
+             "tf32rn": 7.4, "bf16": 14.8}  # fmt: skip
     return ratio.get(want, 1.0) / ratio.get(have, 1.0)
 
 

@@ -138,7 +138,7 @@ def _tf32_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]
         return []
     if seed.precision != "tf32x3" or not any(_has_dot(st) for st in plan.stages):
         return []
-    tf32 = dataclasses.replace(seed, precision="tf32", x3="triton")
+    tf32 = dataclasses.replace(seed, precision="tf32rn", x3="triton")
     return [(gen.repair(tf32, policy), TF32_NOTE)]
 
 
@@ -165,8 +165,9 @@ def _three_dot_steps(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
 
 
 TF32_NOTE = (
-    "the seed with one tf32 dot: PyTorch's TF32 passed strict on this problem's trials (its "
-    "peer of record), so this kernel may too; verified under strict"
+    "the seed with one tf32 dot, its operands rounded to the nearest tf32 as cuBLAS rounds "
+    "them: PyTorch's TF32 passed strict on this problem's trials (its peer of record), so "
+    "this kernel may too; verified under strict"
 )
 HAND_NOTE = (
     "the seed with tf32x3 made by hand: the weight split into tf32 hi + lo once, three tf32 "

@@ -85,16 +85,17 @@ def test_under_strict_tf32_is_tried_only_where_pytorchs_tf32_passed_strict():
         context = Context(PROBLEM, TRITON, "strict", parents=parents, budget=20, seed=3)
         assert search_policy(context) == ("strict+tf32" if passed else "strict")
         drafts = agent.propose(context)
-        tf32 = [d for d in drafts if d.genome.precision == "tf32"]
+        tf32 = [d for d in drafts if d.genome.precision in ("tf32", "tf32rn")]
         if passed:  # after the three-dot steps: the seed's tiles in one tf32 dot
             assert drafts[0].genome.precision in ("tf32x3", "bf16x3")  # they pass strict
             step = next(d for d in drafts if "TF32 passed strict" in d.note)
-            assert step.genome == dataclasses.replace(seed.genome, precision="tf32")
+            assert step.genome == dataclasses.replace(seed.genome, precision="tf32rn")
             assert step.parents == (seed.id,) and drafts.index(step) >= 1
         else:
             assert not tf32
         many = BuiltinAgent(drafts_per_call=20).propose(context)
-        assert bool([d for d in many if d.genome.precision == "tf32"]) == passed
+        assert bool([d for d in many if d.genome.precision == "tf32rn"]) == passed
+        assert all(d.genome.precision != "tf32" for d in many)  # truncating tf32: not strict
         assert all(d.genome.precision != "bf16" for d in many)  # still strict otherwise
     assert search_policy(Context(PROBLEM, TRITON, "loose")) == "loose"
 

@@ -24,7 +24,7 @@ from kforge_search.agents.builtin.genome import (
 def test_policies_decide_the_admissible_precisions():
     assert admissible_precisions("strict") == ("ieee", "tf32x3", "bf16x3")
     # where PyTorch's TF32 passed strict on the problem's trials (agent.search_policy)
-    assert admissible_precisions("strict+tf32") == ("ieee", "tf32x3", "bf16x3", "tf32")
+    assert admissible_precisions("strict+tf32") == ("ieee", "tf32x3", "bf16x3", "tf32rn")
     assert admissible_precisions("loose+tf32") == admissible_precisions("loose")
     assert set(admissible_precisions("loose")) == {"ieee", "tf32x3", "bf16x3", "tf32", "bf16"}
     with pytest.raises(ValueError, match="unknown policy"):

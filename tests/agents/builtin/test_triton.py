@@ -116,3 +116,40 @@ def test_three_dot_schemes_verify(verify, name, scheme, loads):
     result = verify(draft.source, SUPPORTED[name], "loose" if loose else "strict")
     assert result.ok, result.message
     assert result.max_abs_err < 5e-3
+
+
+def _tf32(x, nearest: bool):
+    """x's float32 values cut to tf32 (10 mantissa bits): rounded to nearest, ties away from
+    zero (cuBLAS), or truncated (what a tensor core reads of a plain fp32 operand)."""
+    import torch
+
+    bits = x.view(torch.int32)
+    if nearest:
+        bits = bits + 0x1000
+    return (bits & -0x2000).view(torch.float32)
+
+
+def test_tf32rn_rounds_its_operands_to_nearest_before_the_dot(tmp_path, verify):
+    """tf32rn (the strict search's tf32 where PyTorch's TF32 passed strict: agent._tf32_step):
+    the operands go to the dot rounded to the nearest tf32, as cuBLAS rounds them. On the
+    interpreter (a dot in fp32) the output is the GEMM of the rounded operands, not of the
+    truncated ones; a GEMM of a weight verifies under loose."""
+    import torch
+
+    from tests.agents.builtin.harness import load_candidate
+
+    problem = SUPPORTED["bmm_inputs"]
+    draft = synthesize(problem, TritonGenome(precision="tf32rn"))
+    model = load_candidate(draft.source, tmp_path / "tf32rn.py")()
+    x, y = (torch.rand(3, 10, 20) + 0.5) / 8, (torch.rand(3, 20, 14) + 0.5) / 8  # tanh not flat
+    with torch.no_grad():
+        out = model(x, y)
+
+    def expect(nearest: bool):
+        return torch.tanh(torch.bmm(_tf32(x, nearest), _tf32(y, nearest))) * 2.0
+
+    assert torch.allclose(out, expect(True), atol=1e-6, rtol=1e-6)
+    assert not torch.allclose(out, expect(False), atol=1e-6, rtol=1e-6)
+    param = SUPPORTED["matmul_param"]  # and a GEMM of a weight verifies under loose
+    result = verify(synthesize(param, TritonGenome(precision="tf32rn")).source, param, "loose")
+    assert result.ok, result.message
