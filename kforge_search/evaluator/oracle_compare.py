@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.policy import NumericPolicy, get_policy
 from kforge_search.evaluator.result import Correctness, Mismatch
 from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed, placed
 
@@ -102,20 +103,40 @@ def compare_trial(
 ) -> Comparison:
     """Compared trial `pos`: the reference's outputs (`row`: their float64 copies, or None)
     and changed buffers against the candidate's (its file at `path`, read and removed)."""
+    return one_trial(expected, row, [changed], path, get_policy(spec.policy), spec.ids[pos],
+                     spec.wide, spec.plain, spec.scales[pos], device)  # fmt: skip
+
+
+def one_trial(
+    expected: Sequence[Any],
+    row: Sequence[Any] | None,
+    buffers: list[dict[str, Any]] | None,
+    path: Path,
+    policy: NumericPolicy,
+    trial: int,
+    wide: Sequence[int],
+    plain: Sequence[int] | None,
+    scales: Sequence[float],
+    device: str | None,
+) -> Comparison:
+    """One verification trial of a candidate (its file at `path`, read and removed) against
+    the reference's outputs, float64 row and changed buffers (verify.compare_outputs), on
+    `device` where they fit (verify.placed): the parent's for a held reference
+    (trial_check.py), the oracle's for a streamed one."""
     theirs = load(path)
-    mine = (list(expected), row, [changed], theirs["outputs"], theirs["buffers"])
-    expected, row, buffers, outputs, theirs_changed = placed(mine, device)
+    mine = (list(expected), row, buffers, theirs["outputs"], theirs["buffers"])
+    expected, row, buffers, outputs, changed = placed(mine, device)
     return compare_outputs(
         [list(expected)],
         [outputs],
-        get_policy(spec.policy),
+        policy,
         buffers,
-        [theirs_changed],
+        [changed],
         exact=[list(row)] if row is not None else None,
-        trial_ids=[spec.ids[pos]],
-        wide=spec.wide,
-        plain=spec.plain,
-        scales=[spec.scales[pos]],
+        trial_ids=[trial],
+        wide=wide,
+        plain=plain,
+        scales=[scales],
     )
 
 

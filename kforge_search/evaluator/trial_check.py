@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator.oracle import Oracle, OracleError
-from kforge_search.evaluator.oracle_compare import TrialSpec, load
+from kforge_search.evaluator.oracle_compare import TrialSpec, one_trial
 from kforge_search.evaluator.policy import NumericPolicy
 from kforge_search.evaluator.result import Mismatch
-from kforge_search.evaluator.verify import Comparison, compare_outputs, merge, placed
+from kforge_search.evaluator.verify import Comparison, merge
 
 
 @dataclass
@@ -57,23 +57,10 @@ class TrialCheck:
         return found
 
     def _held(self, pos: int, path: Path) -> Comparison:
-        theirs = load(path)
         row = self.exact[pos] if self.exact is not None else None
         buffers = [self.buffers[pos]] if pos < len(self.buffers) else None
-        mine = (list(self.outputs[pos]), row, buffers, theirs["outputs"], theirs["buffers"])
-        expected, row, buffers, outputs, changed = placed(mine, self.device)
-        return compare_outputs(
-            [list(expected)],
-            [outputs],
-            self.policy,
-            buffers,
-            [changed],
-            exact=[list(row)] if row is not None else None,
-            trial_ids=[self.ids[pos]],
-            wide=self.wide,
-            plain=self.plain,
-            scales=[self.scales[pos]],
-        )
+        return one_trial(self.outputs[pos], row, buffers, path, self.policy, self.ids[pos],
+                         self.wide, self.plain, self.scales[pos], self.device)  # fmt: skip
 
     def _streamed(self, path: Path) -> Comparison:
         """A streamed reference's trial, compared by its oracle."""
