@@ -239,14 +239,13 @@ def _in_parallel(
     evaluator's children build and verify side by side; its timed runs hold the device alone
     (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
     once the device has room for it: `share(problem)` of its memory, and that much free
-    (`free()`, where given: device_room.py). The
-    problems go smallest share first: a large one waits for room with its thread and its
-    evaluator, and level 1's 14 problems of 4096 x 393216 come one after another in the
-    suite's order (H200, shares of 0.73 each: every thread waited on one, and a shard that had
-    finished six problems in 94 s finished none in the next 380 s); a run cut short keeps
-    the most rows. A problem whose reference lacked device memory that the others held
-    (DEVICE_BUSY: H200, level 1, 4 to 8 GiB problems refused with 1-5 GiB of 140 free)
-    runs again, alone on the device."""
+    (`free()`, where given: device_room.py). The problems go smallest share first: a large
+    one waits for room with its thread and its evaluator, and level 1's 14 problems of 4096
+    x 393216 come one after another in the suite's order (H200, shares of 0.73 each: every
+    thread waited on one, and a shard that had finished six problems in 94 s finished none
+    in the next 380 s); a run cut short keeps the most rows. A problem whose reference
+    lacked device memory that the others held (DEVICE_BUSY: H200, level 1, 4 to 8 GiB
+    problems refused with 1-5 GiB of 140 free) runs again, alone on the device."""
     from kforge_search.evaluator import Evaluator
     from kforge_search.search.device_room import DeviceRoom
     from kforge_search.search.suite_bench import DEVICE_BUSY
