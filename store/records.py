@@ -18,7 +18,7 @@ from .ids import candidate_id, content_id, new_id, utcnow
 from .signature import VECTOR_DIM
 
 PASS_KINDS = ("functional", "optimization")
-PRECISIONS = ("fp32", "ieee", "tf32", "tf32x3", "bf16x3", "bf16", "fp16")
+PRECISIONS = ("fp32", "ieee", "tf32", "tf32rn", "tf32x3", "bf16x3", "bf16", "fp16")
 RUN_STATUSES = ("running", "finished", "failed", "interrupted")
 LLM_STATUSES = ("ok", "http_error", "timeout", "refused", "truncated", "unparsable", "no_key")
 STATUSES = tuple(s.value for s in Status)
