@@ -14,7 +14,7 @@
 set -u
 py=${PYTHON:-$(command -v python || command -v python3)}
 if [ $# -lt 3 ]; then
-    sed -n 2,13p "$0" >&2
+    sed -n 2,13p "$0" | cut -c3- >&2
     exit 2
 fi
 out=$1
