@@ -129,11 +129,12 @@ def search_policy(context: Context) -> str:
 
 def _tf32_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]]:
     """Where the search may take tf32 under strict (search_policy): the seed's tiles in one
-    tf32 dot, tried after the three-dot schemes. Tried first, it failed strict on all 6
-    GEMMs of level 1 where PyTorch's TF32 passed (H200, 1_Square, 10, 13, 16, 17, 18 at
-    published sizes), and a budget of 2 spent its second evaluation on it: 0.10x of the peer
-    where bf16x3 gave 0.29x. (Triton's tf32 dot takes the operands' top bits as they are;
-    cuBLAS rounds them to nearest: a bias that grows with K.)"""
+    tf32 dot (tf32rn: its operands rounded to nearest first), tried after the three-dot
+    schemes. A plain tf32 dot, tried first, failed strict on all 5 GEMMs of level 1 where
+    PyTorch's TF32 passed and it was tried (H200, 1_Square, 10, 13, 16, 17 at published
+    sizes), and a budget of 2 spent its second evaluation on it: 0.10-0.22x of the peer where
+    bf16x3 gave 0.29-0.36x. (Triton's tf32 dot takes the operands' top bits as they are;
+    cuBLAS rounds them to nearest: on all-positive inputs the truncation's bias adds up.)"""
     if not policy.endswith(gen.WITH_TF32) or not isinstance(seed, TritonGenome):
         return []
     if seed.precision != "tf32x3" or not any(_has_dot(st) for st in plan.stages):

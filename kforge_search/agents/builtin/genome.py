@@ -18,7 +18,7 @@ from typing import Any
 # tf32rn: one tf32 dot of operands rounded to the nearest tf32 first (ties away from zero, as
 # cuBLAS rounds them); a plain tf32 dot reads the operands' top 19 bits as they are, and that
 # truncation's bias grows with K: on level 1's all-positive inputs (torch.rand) PyTorch's TF32
-# passed strict and our tf32 did not (H200, 6 of 6 GEMMs).
+# passed strict and our tf32 did not (H200, 5 of 5 GEMMs tried).
 PRECISIONS = ("ieee", "tf32x3", "bf16x3", "tf32rn", "tf32", "bf16")
 # GEMM input precisions each numeric policy admits (fp32 accumulation always).
 POLICY_PRECISIONS = {
