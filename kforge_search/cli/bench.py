@@ -273,11 +273,16 @@ def _in_parallel(
         with lock:
             finished(row, parents)
 
+    pool = concurrent.futures.ThreadPoolExecutor(jobs, thread_name_prefix="bench")
+    interrupted = False
     try:
-        with concurrent.futures.ThreadPoolExecutor(jobs, thread_name_prefix="bench") as pool:
-            for future in [pool.submit(one, p) for p in problems]:
-                future.result()
+        for future in [pool.submit(one, p) for p in problems]:
+            future.result()
+    except KeyboardInterrupt:  # no waiting for the problems in flight (minutes each)
+        interrupted = True
+        raise
     finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
         for evaluator in evaluators[1:]:
             evaluator.close()
 
@@ -543,12 +548,35 @@ def bench_cmd(
         else:
             shares, free = _device_shares(plat, agent), free_share(plat.device_kind)
             _in_parallel(todo, run, evaluator, jobs, finished, shares, free)
+    except KeyboardInterrupt:
+        evaluator.close()
+        _interrupted(save(rows, complete=False)[1], len(rows), len(problems), jobs > 1)
     finally:
         evaluator.close()  # its warm spare child ends now, not when this process does
     rows.sort(key=lambda r: order.get(r.problem, len(order)))  # the suite's order
     summary, json_path, csv_path = save(rows, complete=True)
     _emit(rows, fmt)
     _report(summary, policy, (json_path, csv_path), fmt)
+
+
+def _interrupted(json_path: Path, kept: int, total: int, threads: bool) -> None:
+    """Ctrl-C (SIGINT): the rows so far stay in bench.json and the problems in flight are
+    dropped (--resume runs them). With --jobs, this process ends at once: its threads are
+    inside evaluations (minutes each at published sizes), and the evaluators' keepers end
+    their children as soon as it is gone."""
+    import os
+    import sys
+
+    err.print(
+        f"[yellow]interrupted[/]: {kept} of {total} problems kept in {json_path}; "
+        "--resume runs the others",
+        highlight=False,
+    )
+    if threads:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    raise typer.Exit(130)
 
 
 def _device_of(folder: Path) -> str:

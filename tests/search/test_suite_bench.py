@@ -486,3 +486,36 @@ def test_a_problem_refused_for_a_busy_device_runs_again_alone():
 
     _in_parallel(["a", "b"], run, object(), 1, finished, lambda p: 0.1)
     assert ran == ["a", "b", "b"] and rows == {"a": "OK", "b": "OK"}
+
+
+def test_ctrl_c_keeps_the_rows_so_far_and_ends_the_bench_at_once(tmp_path):
+    """SIGINT to a bench with --jobs: the rows so far stay in bench.json (not complete), the
+    problems in flight are dropped for --resume, and it ends at once (exit 130) instead of
+    waiting for the evaluations in flight (minutes each at published sizes)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "kforge_search", "bench", str(PROBLEMS / "level2"),
+           "--platform", "cpu-triton", "--sizes", "ci", "--budget", "1", "--jobs", "2",
+           "--out", str(out)]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while not (out / "bench.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert (out / "bench.json").exists(), "no problem finished in 300 s"
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        _, stderr = proc.communicate(timeout=60)
+        assert time.monotonic() - sent < 30, "the bench waited for the problems in flight"
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "--resume runs the others" in stderr
+    data = json.loads((out / "bench.json").read_text())
+    assert data["meta"]["complete"] is False and len(data["rows"]) >= 1
