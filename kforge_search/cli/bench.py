@@ -2,17 +2,15 @@
 against eager and torch.compile, each in fp32 and at the platform's reduced precision where
 the policy admits it (the speedup of record names its peer; the fp32-only speedup stands
 beside it). Registered in cli/app.py as `app.command("bench")(bench_cmd)`. With
-`--search-efficiency`: cli/efficiency.py; with `--throughput`: cli/throughput.py.
+`--search-efficiency`: cli/efficiency.py; with `--throughput`: cli/throughput.py; with
+`--jobs N`: cli/bench_jobs.py.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
-import queue
 import shutil
-import threading
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +19,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from kforge_search.cli.bench_jobs import OneAtATime, device_shares, in_parallel
 from kforge_search.cli.output import CELL_CHARS, Column, FormatOpt, check_format, emit, note
 
 console = Console()
@@ -87,48 +86,6 @@ def _one_row(row: Any, log: Console) -> None:
         speedup += f" ({row.speedup_fp32:.2f}x over fp32)"
     why = f": {row.message}" if not row.verified and row.message else ""
     log.print(f"{row.problem}: {row.status}{best}{speedup}{why}", highlight=False, soft_wrap=True)
-
-
-class _OneAtATime:
-    """The agent behind a lock: jobs in threads share it, and torch.fx's tracing patches
-    module-level state while it runs."""
-
-    def __init__(self, agent: Any):
-        self._agent, self._lock = agent, threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._agent, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attr(*args, **kwargs)
-
-        return call
-
-    def alone(self, fn: Any, *args: Any) -> Any:
-        """`fn(*args)` while no agent call runs (the problem's program on the meta device)."""
-        with self._lock:
-            return fn(*args)
-
-
-def _device_shares(platform: Any, agent: _OneAtATime) -> Any:
-    """problem -> the share of its device one evaluation holds (search/device_room.py)."""
-    from kforge_search.problem import exec_problem
-    from kforge_search.search.device_room import accelerator_bytes, device_share
-
-    total = accelerator_bytes(platform.device_kind)
-
-    def share(problem: Any) -> float:
-        if not total:
-            return 0.0
-        try:
-            return agent.alone(lambda: device_share(exec_problem(problem), total))
-        except Exception:  # the reference's child says why the program does not run
-            return 0.0
-
-    return share
 
 
 def _bench_problem(
@@ -224,67 +181,6 @@ def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
         return unrunnable_row(problem, AGENT_ERROR, str(exc), round(seconds, 1))
     err.print("".join(traceback.format_exception(exc)), markup=False, highlight=False)
     return unrunnable_row(problem, BENCH_ERROR, one_line(exc), round(seconds, 1))
-
-
-def _in_parallel(
-    problems: list[Any],
-    run: Any,
-    first: Any,
-    jobs: int,
-    finished: Any,
-    share: Any,
-    free: Any = None,
-) -> None:
-    """Problems in `jobs` threads, each with its own evaluator (the first one given). Each
-    evaluator's children build and verify side by side; its timed runs hold the device alone
-    (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
-    once the device has room for it: `share(problem)` of its memory, and that much free
-    (`free()`, where given: device_room.py). The problems go smallest share first: a large
-    one waits for room with its thread and its evaluator, and level 1's 14 problems of 4096
-    x 393216 come one after another in the suite's order (H200, shares of 0.73 each: every
-    thread waited on one, and a shard that had finished six problems in 94 s finished none
-    in the next 380 s); a run cut short keeps the most rows. A problem whose reference
-    lacked device memory that the others held (DEVICE_BUSY: H200, level 1, 4 to 8 GiB
-    problems refused with 1-5 GiB of 140 free) runs again, alone on the device."""
-    from kforge_search.evaluator import Evaluator
-    from kforge_search.search.device_room import DeviceRoom
-    from kforge_search.search.suite_bench import DEVICE_BUSY
-
-    room = DeviceRoom(free=free)
-    shares = {id(p): share(p) for p in problems}
-    problems = sorted(problems, key=lambda p: shares[id(p)])
-
-    idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-    evaluators = [first] + [Evaluator(first.config) for _ in range(jobs - 1)]
-    for evaluator in evaluators:
-        idle.put(evaluator)
-    lock = threading.Lock()
-
-    def one(problem: Any) -> None:
-        evaluator = idle.get()
-        try:
-            with room.taken(shares[id(problem)]):
-                row, parents = run(problem, evaluator)
-            if row.status == DEVICE_BUSY:  # others held the device: again, alone on it
-                with room.taken(room.capacity):
-                    row, parents = run(problem, evaluator)
-        finally:
-            idle.put(evaluator)
-        with lock:
-            finished(row, parents)
-
-    pool = concurrent.futures.ThreadPoolExecutor(jobs, thread_name_prefix="bench")
-    interrupted = False
-    try:
-        for future in [pool.submit(one, p) for p in problems]:
-            future.result()
-    except KeyboardInterrupt:  # no waiting for the problems in flight (minutes each)
-        interrupted = True
-        raise
-    finally:
-        pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
-        for evaluator in evaluators[1:]:
-            evaluator.close()
 
 
 def _shard(text: str) -> tuple[int, int]:
@@ -495,7 +391,7 @@ def bench_cmd(
         _emit(rows, fmt)
         _report(summary, policy, paths, fmt)
         return
-    agent = BuiltinAgent() if jobs == 1 else _OneAtATime(BuiltinAgent())
+    agent = BuiltinAgent() if jobs == 1 else OneAtATime(BuiltinAgent())
     rows: list[Any] = [done[p.name] for p in problems if p.name in done]
     device, started = "", time.monotonic()
     order = {p.name: i for i, p in enumerate(problems)}
@@ -546,8 +442,8 @@ def bench_cmd(
                 with log.status(f"[{i}/{len(todo)}] {problem.name} ...", spinner="dots"):
                     finished(*run(problem, evaluator))
         else:
-            shares, free = _device_shares(plat, agent), free_share(plat.device_kind)
-            _in_parallel(todo, run, evaluator, jobs, finished, shares, free)
+            shares, free = device_shares(plat, agent), free_share(plat.device_kind)
+            in_parallel(todo, run, evaluator, jobs, finished, shares, free)
     except KeyboardInterrupt:
         evaluator.close()
         _interrupted(save(rows, complete=False)[1], len(rows), len(problems), jobs > 1)

@@ -450,7 +450,7 @@ def test_problems_go_smallest_device_share_first():
     """A large share waits for room and holds a thread and an evaluator meanwhile: problems
     go smallest share first, in the suite's order among equals (a run cut short keeps the
     most rows)."""
-    from kforge_search.cli.bench import _in_parallel
+    from kforge_search.cli.bench_jobs import in_parallel
 
     ran: list[str] = []
     shares = {"a_huge": 1.3, "b": 0.1, "c_huge": 0.7, "d": 0.0, "e": 0.1}
@@ -459,7 +459,7 @@ def test_problems_go_smallest_device_share_first():
         ran.append(problem)
         return BenchRow(problem, "OK"), []
 
-    _in_parallel(list(shares), run, object(), 1, lambda row, parents: None, shares.get)
+    in_parallel(list(shares), run, object(), 1, lambda row, parents: None, shares.get)
     assert ran == ["d", "b", "e", "c_huge", "a_huge"]
 
 
@@ -467,7 +467,8 @@ def test_a_problem_refused_for_a_busy_device_runs_again_alone():
     """A reference that lacked device memory other jobs held (DeviceBusy) is no verdict on
     the problem: its row is DEVICE_BUSY, which the bench runs again, alone on the device, and
     --resume runs again."""
-    from kforge_search.cli.bench import _in_parallel, _unrunnable
+    from kforge_search.cli.bench import _unrunnable
+    from kforge_search.cli.bench_jobs import in_parallel
     from kforge_search.problem import DeviceBusy
     from kforge_search.search.suite_bench import DEVICE_BUSY, RUN_AGAIN
 
@@ -484,7 +485,7 @@ def test_a_problem_refused_for_a_busy_device_runs_again_alone():
     def finished(row, parents):
         rows[row.problem] = row.status
 
-    _in_parallel(["a", "b"], run, object(), 1, finished, lambda p: 0.1)
+    in_parallel(["a", "b"], run, object(), 1, finished, lambda p: 0.1)
     assert ran == ["a", "b", "b"] and rows == {"a": "OK", "b": "OK"}
 
 

@@ -1,0 +1,113 @@
+"""`kforge bench --jobs N`: problems side by side, each with its own evaluator, one agent
+shared one call at a time, and the device's memory shared by shares (search/device_room.py).
+Timed runs still hold the device alone (evaluator/devicelock.py)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import threading
+from typing import Any
+
+
+class OneAtATime:
+    """The agent behind a lock: jobs in threads share it, and torch.fx's tracing patches
+    module-level state while it runs."""
+
+    def __init__(self, agent: Any):
+        self._agent, self._lock = agent, threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._agent, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return call
+
+    def alone(self, fn: Any, *args: Any) -> Any:
+        """`fn(*args)` while no agent call runs (the problem's program on the meta device)."""
+        with self._lock:
+            return fn(*args)
+
+
+def device_shares(platform: Any, agent: OneAtATime) -> Any:
+    """problem -> the share of its device one evaluation holds (search/device_room.py)."""
+    from kforge_search.problem import exec_problem
+    from kforge_search.search.device_room import accelerator_bytes, device_share
+
+    total = accelerator_bytes(platform.device_kind)
+
+    def share(problem: Any) -> float:
+        if not total:
+            return 0.0
+        try:
+            return agent.alone(lambda: device_share(exec_problem(problem), total))
+        except Exception:  # the reference's child says why the program does not run
+            return 0.0
+
+    return share
+
+
+def in_parallel(
+    problems: list[Any],
+    run: Any,
+    first: Any,
+    jobs: int,
+    finished: Any,
+    share: Any,
+    free: Any = None,
+) -> None:
+    """Problems in `jobs` threads, each with its own evaluator (the first one given). Each
+    evaluator's children build and verify side by side; its timed runs hold the device alone
+    (evaluator/devicelock.py), so the figures are those of a run alone. A problem starts
+    once the device has room for it: `share(problem)` of its memory, and that much free
+    (`free()`, where given: device_room.py). The problems go smallest share first: a large
+    one waits for room with its thread and its evaluator, and level 1's 14 problems of 4096
+    x 393216 come one after another in the suite's order (H200, shares of 0.73 each: every
+    thread waited on one, and a shard that had finished six problems in 94 s finished none
+    in the next 380 s); a run cut short keeps the most rows. A problem whose reference
+    lacked device memory that the others held (DEVICE_BUSY: H200, level 1, 4 to 8 GiB
+    problems refused with 1-5 GiB of 140 free) runs again, alone on the device."""
+    from kforge_search.evaluator import Evaluator
+    from kforge_search.search.device_room import DeviceRoom
+    from kforge_search.search.suite_bench import DEVICE_BUSY
+
+    room = DeviceRoom(free=free)
+    shares = {id(p): share(p) for p in problems}
+    problems = sorted(problems, key=lambda p: shares[id(p)])
+
+    idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    evaluators = [first] + [Evaluator(first.config) for _ in range(jobs - 1)]
+    for evaluator in evaluators:
+        idle.put(evaluator)
+    lock = threading.Lock()
+
+    def one(problem: Any) -> None:
+        evaluator = idle.get()
+        try:
+            with room.taken(shares[id(problem)]):
+                row, parents = run(problem, evaluator)
+            if row.status == DEVICE_BUSY:  # others held the device: again, alone on it
+                with room.taken(room.capacity):
+                    row, parents = run(problem, evaluator)
+        finally:
+            idle.put(evaluator)
+        with lock:
+            finished(row, parents)
+
+    pool = concurrent.futures.ThreadPoolExecutor(jobs, thread_name_prefix="bench")
+    interrupted = False
+    try:
+        for future in [pool.submit(one, p) for p in problems]:
+            future.result()
+    except KeyboardInterrupt:  # no waiting for the problems in flight (minutes each)
+        interrupted = True
+        raise
+    finally:
+        pool.shutdown(wait=not interrupted, cancel_futures=interrupted)
+        for evaluator in evaluators[1:]:
+            evaluator.close()
