@@ -16,7 +16,7 @@ from kforge_search.evaluator.config import EvalConfig
 from kforge_search.evaluator.devicelock import DeviceLock
 from kforge_search.evaluator.job import Job, trial_path
 from kforge_search.evaluator.oracle import Oracle, OracleError
-from kforge_search.evaluator.oracle_compare import RunSpec
+from kforge_search.evaluator.oracle_compare import RunSpec, labels, load
 from kforge_search.evaluator.outcome import (
     describe_exit,
     exit_result,
@@ -29,7 +29,7 @@ from kforge_search.evaluator.outcome import (
 )
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
-from kforge_search.evaluator.reference import Reference, load_tensors
+from kforge_search.evaluator.reference import Reference
 from kforge_search.evaluator.result import Artifacts, EvalResult, Status, TimingStats
 from kforge_search.evaluator.sandbox import Child
 from kforge_search.evaluator.timed_runs import timed_path
@@ -245,7 +245,7 @@ class CandidateDrive:
             spec = RunSpec(self.config.policy, draw, runs, calls, timed_path(job.outputs_path),
                            slack, ref.output_bytes)  # fmt: skip
             return oracle().compare_runs(spec)
-        actual = load_tensors(Path(timed_path(job.outputs_path)))
+        actual = load(Path(timed_path(job.outputs_path)))
         wanted = sorted({*runs, *calls})
         try:
             answers = oracle().outputs(draw, wanted)
@@ -253,7 +253,6 @@ class CandidateDrive:
             answers = oracle().outputs(draw, wanted)
         by_run = dict(zip(wanted, answers, strict=True))
         expected = [by_run[r] for r in runs] + [by_run[c] for c in calls]
-        labels = [f"timed run {r}" for r in runs] + [f"back-to-back call {c}" for c in calls]
         policy = get_policy(self.config.policy)
         expected, actual = placed((expected, actual), self.device)
-        return compare_timed(expected, actual, labels, policy, slack)
+        return compare_timed(expected, actual, labels(runs, calls), policy, slack)

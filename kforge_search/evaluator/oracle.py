@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kforge_search.evaluator.oracle_compare import RunSpec, TrialSpec, comparison_of, handed
+from kforge_search.evaluator.oracle_compare import RunSpec, TrialSpec, comparison_of, handed, load
 from kforge_search.evaluator.sandbox import Child
 from kforge_search.evaluator.verify import Comparison
 
@@ -53,22 +53,10 @@ class Oracle:
 
     def outputs(self, draw: int, runs: list[int]) -> list[list[Any]]:
         """Per run in `runs`, the reference's outputs on that timed run's inputs."""
-        import torch
-
         if not self.alive:
             raise OracleError("the oracle's process has ended")
         self.child.ask(f"runs {draw} {' '.join(str(r) for r in runs)}")
-        while (event := self.child.next_event()) is not None:
-            if event["type"] == "oracle":
-                path = Path(event["path"])
-                try:
-                    return torch.load(path, weights_only=True)
-                finally:
-                    path.unlink(missing_ok=True)
-            if event["type"] == "fail":
-                break
-        exit = self.child.exit
-        raise OracleError(f"the oracle's process ended: {exit.output[-1500:] if exit else ''}")
+        return load(Path(self._answer("oracle")["path"]))
 
     def compare_trials(self, spec: TrialSpec) -> None:
         """Starts comparing a candidate's verification trials against a streamed reference

@@ -140,8 +140,9 @@ def one_trial(
     )
 
 
-def labels(spec: RunSpec) -> list[str]:
-    return [f"timed run {r}" for r in spec.runs] + [f"back-to-back call {c}" for c in spec.calls]
+def labels(runs: list[int], calls: list[int]) -> list[str]:
+    """How a check of the timed runs names each chosen run and burst call, in that order."""
+    return [f"timed run {r}" for r in runs] + [f"back-to-back call {c}" for c in calls]
 
 
 def compare_run(

@@ -98,15 +98,6 @@ class Reference:
         return sum(t.numel() * t.element_size() for t in tensors)
 
 
-def load_tensors(path: Path) -> list[Any]:
-    import torch
-
-    try:
-        return torch.load(path, weights_only=True)
-    finally:
-        path.unlink(missing_ok=True)
-
-
 def reference_of(
     event: dict[str, Any],
     outputs_path: str,

@@ -514,7 +514,7 @@ def serve_compared_runs(
     for run in sorted(set(order)) if not difference else []:
         inputs = job_inputs.timing_inputs(module, job, run, spec.draw)
         expected = [t.detach().to(where) for t in forward(inputs)]
-        for i, label in enumerate(labels(spec)):
+        for i, label in enumerate(labels(spec.runs, spec.calls)):
             if order[i] == run and not difference:
                 difference = compare_run(spec, label, expected, actual[i], device)
         del expected, inputs
