@@ -74,6 +74,10 @@ def main() -> int:
             order = sorted(phases.items(), key=lambda kv: -kv[1])
             where = ", ".join(f"{k} {v:.2f}" for k, v in order)
             print(f"{name} #{attempt}: {result.status.value} in {wall:.1f} s: {where}", flush=True)
+            if result.status.value != "OK":
+                print(f"  {result.message}", flush=True)
+                tail = result.artifacts.output_tail if result.artifacts else ""
+                print("  " + tail[-3000:].replace("\n", "\n  "), flush=True)
     (out / "phases.json").write_text(json.dumps(rows, indent=1))
     if args.python_profile:
         for path in sorted(profiles.glob("*.prof"), key=lambda p: p.stat().st_mtime):

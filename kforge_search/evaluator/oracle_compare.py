@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import shared_outputs
 from kforge_search.evaluator.policy import NumericPolicy, get_policy
 from kforge_search.evaluator.result import Correctness, Mismatch
 from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed, placed
@@ -104,7 +105,7 @@ def compare_trial(
     """Compared trial `pos`: the reference's outputs (`row`: their float64 copies, or None)
     and changed buffers against the candidate's (its file at `path`, read and removed)."""
     return one_trial(expected, row, [changed], path, get_policy(spec.policy), spec.ids[pos],
-                     spec.wide, spec.plain, spec.scales[pos], device)  # fmt: skip
+                     spec.wide, spec.plain, spec.scales[pos], device, shared=True)  # fmt: skip
 
 
 def one_trial(
@@ -118,13 +119,16 @@ def one_trial(
     plain: Sequence[int] | None,
     scales: Sequence[float],
     device: str | None,
+    shared: bool = False,
 ) -> Comparison:
     """One verification trial of a candidate (its file at `path`, read and removed) against
     the reference's outputs, float64 row and changed buffers (verify.compare_outputs), on
     `device` where they fit (verify.placed): the parent's for a held reference
-    (trial_check.py), the oracle's for a streamed one."""
+    (trial_check.py), the oracle's for a streamed one (`shared`: its outputs may come as
+    CUDA IPC handles, shared_outputs.py, opened here)."""
     theirs = load(path)
-    mine = (list(expected), row, buffers, theirs["outputs"], theirs["buffers"])
+    outputs = candidate_outputs(theirs["outputs"], shared)
+    mine = (list(expected), row, buffers, outputs, theirs["buffers"])
     expected, row, buffers, outputs, changed = placed(mine, device)
     return compare_outputs(
         [list(expected)],
@@ -138,6 +142,17 @@ def one_trial(
         plain=plain,
         scales=[scales],
     )
+
+
+def candidate_outputs(outputs: Any, shared: bool) -> Any:
+    """A candidate's saved outputs, its shared ones opened where `shared` (the oracle: on
+    its device, the candidate's); elsewhere a shared entry is refused: the parent opens no
+    device memory."""
+    if not isinstance(outputs, list) or not shared_outputs.has_shared(outputs):
+        return outputs
+    if not shared:
+        raise ValueError("the candidate's outputs came as device handles to the parent")
+    return shared_outputs.opened(outputs)
 
 
 def labels(runs: list[int], calls: list[int]) -> list[str]:

@@ -423,6 +423,7 @@ class Evaluator:
             warnings=(*ref.warnings, *filter(None, [unchecked])),
         )
         work = Path(tempfile.mkdtemp(prefix="kforge-cand-"))
+        cuda = platform.device_kind.startswith("cuda")
         try:
             shutil.copy(path, work / "candidate.py")
             job = self._job(
@@ -440,6 +441,8 @@ class Evaluator:
                 ),
                 skip_trials=ref.numerics.dropped,
                 unseen_skip_trials=unseen[1].numerics.dropped if unseen else (),
+                share_outputs=cuda and ref.streamed is not None,
+                share_unseen=cuda and unseen is not None and unseen[1].streamed is not None,
             )
             unseen_ms = unseen[1].per_call_ms if unseen else 0.0
             limits, used = candidate_limits(

@@ -27,6 +27,7 @@ from kforge_search.evaluator.job import Job
 from kforge_search.evaluator.oracle_compare import (
     RunSpec,
     TrialSpec,
+    candidate_outputs,
     compare_device,
     compare_run,
     compare_trial,
@@ -504,7 +505,8 @@ def serve_compared_runs(
     """A candidate's chosen timed runs and burst calls (their outputs in `spec.path`)
     against the reference's on the same inputs, recomputed one run at a time and compared
     here; `compared-runs` with the first difference ("" where none)."""
-    actual = load(Path(spec.path))
+    saved = load(Path(spec.path))
+    actual = [candidate_outputs(o, shared=True) for o in saved] if isinstance(saved, list) else []
     device = compare_device(job.device, spec.output_bytes)
     where = device or "cpu"
     order = [*spec.runs, *spec.calls]

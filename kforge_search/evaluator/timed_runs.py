@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import inputs as job_inputs
+from kforge_search.evaluator import shared_outputs
 from kforge_search.evaluator.job import Job
 
 KEEP_CUDA_BYTES = 4 * 2**30  # at most this much of kept outputs on a GPU ...
@@ -116,11 +117,20 @@ def set_rng_states(device: str, states: tuple[Any, Any]) -> None:
 
 
 def save_chosen(
-    path: str, timed: list[list[Any]], burst: list[list[Any]], runs: list[int], calls: list[int]
+    path: str,
+    timed: list[list[Any]],
+    burst: list[list[Any]],
+    runs: list[int],
+    calls: list[int],
+    share: bool = False,
 ) -> None:
-    """The chosen timed runs' and burst calls' outputs, in that order, on the CPU."""
+    """The chosen timed runs' and burst calls' outputs, in that order, on the CPU; `share`:
+    their CUDA IPC handles instead (shared_outputs.py; the caller holds them meanwhile)."""
     import torch
 
     chosen = [timed[r] for r in runs if r < len(timed)]
     chosen += [burst[c] for c in calls if c < len(burst)]
+    if share:
+        torch.save([shared_outputs.share(list(outs)) for outs in chosen], Path(path))
+        return
     torch.save([[t.to("cpu").clone() for t in outs] for outs in chosen], Path(path))

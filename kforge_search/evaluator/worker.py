@@ -25,6 +25,7 @@ from kforge_search.evaluator import (
     guards,
     native_audit,
     profile,
+    shared_outputs,
     timed_runs,
 )
 from kforge_search.evaluator import inputs as job_inputs
@@ -298,7 +299,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
 
     channel.stage("verify")
     per_run_bytes = verify_trials(
-        guarded, module, job, job.outputs_path, job.kept_trials(), channel
+        guarded, module, job, job.outputs_path, job.kept_trials(), channel, job.share_outputs
     )
     guarded.check_harness()
     channel.send("verified")
@@ -349,7 +350,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
         runs, _, calls = " ".join(command[1:]).partition("|")
         path = timed_runs.timed_path(job.outputs_path)
         chosen_runs, chosen_calls = [int(r) for r in runs.split()], [int(c) for c in calls.split()]
-        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls)
+        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls, job.share_outputs)
         channel.send("revealed")
         command = timed_runs.read_command()
     del kept, burst
@@ -379,7 +380,13 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
         torch.cuda.empty_cache()
     guarded.model = build_guarded_model(guarded.cls, module, job, guarded.world, guarded.native)
     verify_trials(
-        guarded, module, job, job.unseen_outputs_path, job.kept_trials(unseen=True), channel
+        guarded,
+        module,
+        job,
+        job.unseen_outputs_path,
+        job.kept_trials(unseen=True),
+        channel,
+        job.share_unseen,
     )
     guarded.check_harness()
     guarded.check_world()
@@ -387,28 +394,41 @@ def verify_unseen(guarded: Guarded, job: Job, channel: Channel) -> None:
 
 
 def verify_trials(
-    guarded: Guarded, module: Any, job: Job, outputs_path: str, kept: list[int], channel: Channel
+    guarded: Guarded,
+    module: Any,
+    job: Job,
+    outputs_path: str,
+    kept: list[int],
+    channel: Channel,
+    share: bool = False,
 ) -> int:
     """The verification trials the reference kept on one model, in order: each trial's
     outputs and the buffers the reference's forward changes as they stand after it, saved
     for the parent in a file of their own (trial_path), one trial at a time: the parent
-    says `next` once it has read it. Returns the bytes of one trial's outputs."""
+    says `next` once it has read it. `share`: the outputs stay on the device, the file
+    holds their CUDA IPC handles for the oracle (shared_outputs.py), and they are held
+    until `next`. Returns the bytes of one trial's outputs."""
     import torch
 
     largest = 0
     for pos, trial in enumerate(kept):  # one trial in memory at a time: a file of its own
         outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
-        saved = [t.detach().to("cpu").clone() for t in outputs]
-        del outputs
+        largest = max(largest, timed_runs.output_bytes(outputs))
+        if share:
+            synchronize(job.device)
+            saved = shared_outputs.share(list(outputs))
+        else:
+            saved = [t.detach().to("cpu").clone() for t in outputs]
+            del outputs
         state = model_buffers.reported(guarded.model, job.buffer_names)
         torch.save({"outputs": saved, "buffers": state}, trial_path(outputs_path, pos))
-        largest = max(largest, timed_runs.output_bytes(saved))
         del saved, state
         # the parent reads it (and only then has the reference's trial made, where the
         # reference streams: pipeline.TrialCheck) before the next trial's forward runs
         channel.send("trial", pos=pos)
         if timed_runs.read_command() != ["next"]:
             raise CandidateFailure("INFRA_ERROR", "verification ended by the parent")
+        outputs = None  # shared ones are let go only now: the oracle has compared them
     return largest
 
 

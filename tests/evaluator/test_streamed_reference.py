@@ -117,3 +117,28 @@ def test_on_a_gpu_the_streamed_trials_stay_on_the_device_and_say_the_same():
     assert streamed.streamed.float64
     for a, b in zip(streamed.scales, kept.scales, strict=True):
         assert a == pytest.approx(b, rel=1e-6)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_oracle_reads_the_candidates_outputs_where_they_are():
+    """Against a streamed reference on a GPU the candidate's outputs reach the oracle as
+    CUDA IPC handles (shared_outputs.py): a right kernel verifies, one off by 1e-4 fails at
+    its first trial, and stale timed outputs are caught, as through files."""
+    gpu = get_platform("cuda-triton")
+    problem = resolve_problem("level1/10_elementwise_chain").resized(overrides=SIZES)
+    evaluator = Evaluator(replace(_config(300), share_references=False))
+    try:
+        assert evaluator.reference(problem, gpu).streamed is not None
+        result = evaluator.evaluate(CHAIN, problem, gpu)
+        assert result.status is Status.OK, result.message
+        assert result.correctness.trials_passed == 9
+        off = evaluator.evaluate_source(
+            CHAIN.read_text().replace("y * 2.0 - 0.1", "y * 2.0 - 0.1001"), problem, gpu
+        )
+        assert off.status is Status.INCORRECT and off.stage == "verify", off.message
+        assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
+        stale = evaluator.evaluate(STALE, problem, gpu)
+        assert stale.status is Status.REJECTED, stale.message
+        assert stale.artifacts.reasons == ("timing:stale-output",), stale.message
+    finally:
+        evaluator.close()
