@@ -71,8 +71,9 @@ class TrialSpec:
 @dataclass(frozen=True)
 class RunSpec:
     """What the oracle needs to check a candidate's chosen timed runs and burst calls
-    (candidate_drive.py): the draw, the runs and calls (their outputs, in that order, in
-    `path`), the policy and the reference's own rounding per output (verify.compare_timed)."""
+    (candidate_drive.py): the timed runs' draw, the runs and calls (their outputs, in that
+    order, in `path`), the policy, the reference's own rounding per output
+    (verify.compare_timed) and the burst's draw (its calls' inputs)."""
 
     policy: str
     draw: int
@@ -81,6 +82,11 @@ class RunSpec:
     path: str
     slack: list[float]
     output_bytes: int
+    burst_draw: int
+
+    def inputs(self) -> list[tuple[int, int]]:
+        """(draw, index) of each checked output's inputs, in the file's order."""
+        return [(self.draw, r) for r in self.runs] + [(self.burst_draw, c) for c in self.calls]
 
 
 def compare_device(device: str, output_bytes: int) -> str | None:
@@ -89,6 +95,10 @@ def compare_device(device: str, output_bytes: int) -> str | None:
         return None
     import torch
 
+    # what this process's allocator keeps from the last candidate's comparisons is room too
+    # (H200, 21_Sigmoid: a second candidate's trials went to the host, then past the oracle's
+    # time limit, with the first's cached)
+    torch.cuda.empty_cache()
     free, _ = torch.cuda.mem_get_info()
     return device if free > DEVICE_OUTPUT_COPIES * output_bytes else None
 

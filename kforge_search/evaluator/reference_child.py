@@ -35,7 +35,7 @@ from kforge_search.evaluator.oracle_compare import (
     load,
 )
 from kforge_search.evaluator.verify import all_close, magnitude
-from kforge_search.evaluator.worker import Channel, build_model, synchronize
+from kforge_search.evaluator.worker import Channel, build_model, crowded_device, synchronize
 from kforge_search.problem import exec_problem
 
 PER_CALL_RUNS = 5  # the reference's calls timed for its time per call (limits.py)
@@ -114,9 +114,8 @@ def busy_device(fp: footprint.Footprint) -> bool:
     quarter of it or more, and one call's data fits in its total."""
     import torch
 
-    free, total = torch.cuda.mem_get_info()
-    used_here = torch.cuda.memory_reserved()
-    return fp.call_bytes <= total and total - free - used_here >= total // 4
+    _, total = torch.cuda.mem_get_info()
+    return fp.call_bytes <= total and crowded_device()
 
 
 def reference_trials(job: Job, module: Any, channel: Channel) -> None:
@@ -509,15 +508,15 @@ def serve_compared_runs(
     actual = [candidate_outputs(o, shared=True) for o in saved] if isinstance(saved, list) else []
     device = compare_device(job.device, spec.output_bytes)
     where = device or "cpu"
-    order = [*spec.runs, *spec.calls]
+    order = spec.inputs()
     difference = ""
     if len(actual) != len(order):
         difference = f"{len(actual)} timed runs' outputs came back for {len(order)} chosen"
-    for run in sorted(set(order)) if not difference else []:
-        inputs = job_inputs.timing_inputs(module, job, run, spec.draw)
+    for draw, run in sorted(set(order)) if not difference else []:
+        inputs = job_inputs.timing_inputs(module, job, run, draw)
         expected = [t.detach().to(where) for t in forward(inputs)]
         for i, label in enumerate(labels(spec.runs, spec.calls)):
-            if order[i] == run and not difference:
+            if order[i] == (draw, run) and not difference:
                 difference = compare_run(spec, label, expected, actual[i], device)
         del expected, inputs
         if difference:

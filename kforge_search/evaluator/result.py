@@ -102,8 +102,13 @@ class Artifacts:
     traceback: str = ""
     mismatch: Mismatch | None = None
     # named reasons for REJECTED (e.g. "static:no-triton-jit"), or for the static check's
-    # COMPILE_ERROR ("static:undefined-name")
+    # COMPILE_ERROR ("static:undefined-name"), or a RUNTIME_ERROR's DEVICE_BUSY_REASON
     reasons: tuple[str, ...] = ()
+
+
+# a RUNTIME_ERROR's reason: the candidate ran out of device memory while other processes held
+# a quarter of it or more (a bench's other jobs): evaluated again alone, it may pass
+DEVICE_BUSY_REASON = "device:busy"
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,9 @@
 
 The parent sends the timing draw (fresh OS randomness) only once the candidate is loaded and
 verified, so no timed input can be known in advance. The child keeps the whole outputs of
-every timed run, then runs a burst of back-to-back calls on the same runs' inputs that the
-parent times with its own clock, and then saves the outputs of the runs and burst calls the
+every timed run, then runs a burst of back-to-back calls on inputs of a draw of its own
+(again, on a fresh draw, where the parent asks) that the parent times with its own clock,
+and then saves the outputs of the runs and burst calls the
 parent chose (after they ran) for the parent to compare with a candidate-free oracle's
 (pipeline.py, oracle.py). Which runs are checked is decided after the candidate has
 returned them all, so it cannot skip or forge any run it guesses is unchecked.
@@ -71,10 +72,13 @@ def run_burst(
     send: Callable[..., None],
     synchronize: Callable[[], None],
 ) -> list[list[Any]]:
-    """Back-to-back calls on the inputs of timed runs 0..n-1 (each call its own input
-    buffers, made beforehand), between "burst-ready" and "burst": the parent times them with
-    its own clock. Their outputs are kept (the parent may check any of them)."""
-    sets = [job_inputs.timing_inputs(module, job, 0, draw)]
+    """Back-to-back calls on inputs 0..n-1 of the burst's own draw (fresh OS randomness the
+    parent sends with each burst: no input the candidate saw before, so no output it could
+    keep from a timed run or an earlier burst; each call its own input buffers, made
+    beforehand), between "burst-ready" and "burst": the parent times them with its own
+    clock. Their outputs are kept (the parent may check any of them). The call that sizes
+    them runs on inputs `wanted` of the draw, which no burst call takes."""
+    sets = [job_inputs.timing_inputs(module, job, wanted, draw)]
     set_bytes = sum(x.numel() * x.element_size() for x in sets[0] if hasattr(x, "numel"))
     first = as_list(call(*sets[0]))
     per_call = set_bytes + output_bytes(first)

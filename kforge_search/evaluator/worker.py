@@ -35,6 +35,7 @@ from kforge_search.evaluator.child_failure import CandidateFailure, rejected
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
+from kforge_search.evaluator.result import DEVICE_BUSY_REASON
 from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.paths import cache_dir
@@ -173,6 +174,7 @@ class Guarded:
                 "RUNTIME_ERROR",
                 f"forward raised {type(exc).__name__} in trial {trial}: {detail}",
                 traceback=traceback.format_exc(),
+                reasons=busy_reasons(exc),
             ) from exc
         launches = self.counter.count
         outputs = as_output_list(out, self.job.device)
@@ -318,23 +320,26 @@ def run_candidate(job: Job, channel: Channel) -> None:
             "RUNTIME_ERROR",
             f"forward raised {type(exc).__name__} while being timed: {exc}",
             traceback=traceback.format_exc(),
+            reasons=busy_reasons(exc),
         ) from exc
     guarded.check_harness()
     guarded.check_world()
     channel.send("timing", timing=asdict(stats), runs=len(kept))
     command = timed_runs.read_command()
     burst: list[list[Any]] = []
-    if command[:1] == ["burst"]:
+    while command[:1] == ["burst"] and len(command) == 3:  # again on the parent's word
         import torch
 
         def sync() -> None:
             synchronize(job.device)
 
         channel.stage("time-burst")  # under the time stage's limit
+        burst = []  # the last burst's outputs go before the next burst's are made
+        wanted, burst_draw = int(command[1]), int(command[2])  # a fresh draw each burst
         try:
             with torch.no_grad():
                 burst = timed_runs.run_burst(
-                    guarded.model, module, job, draw, int(command[1]), budget, channel.send, sync
+                    guarded.model, module, job, burst_draw, wanted, budget, channel.send, sync
                 )
         except Exception as exc:
             guarded.check_world()
@@ -342,6 +347,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
                 "RUNTIME_ERROR",
                 f"forward raised {type(exc).__name__} in back-to-back calls: {exc}",
                 traceback=traceback.format_exc(),
+                reasons=busy_reasons(exc),
             ) from exc
         guarded.check_harness()
         guarded.check_world()
@@ -598,8 +604,36 @@ def main(argv: list[str]) -> int:
             MODES[job.mode](job, channel)
     except CandidateFailure as failure:
         channel.send("fail", status=failure.status, message=str(failure), **failure.fields)
+    except torch.OutOfMemoryError as exc:
+        if job.mode != "candidate":
+            raise
+        # other processes' doing, maybe (a bench's other jobs): said, so that the candidate
+        # is evaluated again alone (cli/bench_jobs.py); alone, the candidate's own
+        torch.cuda.empty_cache()
+        reasons = busy_reasons(exc)
+        message = f"forward ran out of device memory: {str(exc).splitlines()[0][:300]}"
+        channel.send("fail", status="RUNTIME_ERROR", message=message, reasons=reasons,
+                     traceback=traceback.format_exc())  # fmt: skip
     channel.send("done")
     return 0
+
+
+def busy_reasons(exc: BaseException) -> list[str]:
+    """[DEVICE_BUSY_REASON] where `exc` is the device running out of memory while other
+    processes hold a quarter of it or more, else []."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError) and torch.cuda.is_initialized() and crowded_device():
+        return [DEVICE_BUSY_REASON]
+    return []
+
+
+def crowded_device() -> bool:
+    """Whether other processes hold a quarter of this process's device or more."""
+    import torch
+
+    free, total = torch.cuda.mem_get_info()
+    return total - free - torch.cuda.memory_reserved() >= total // 4
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from typing import Any
 
 from kforge_search.agents.base import Agent, Context, Parent
 from kforge_search.evaluator.peers import fastest_fp32, peer_of_record
+from kforge_search.evaluator.result import DEVICE_BUSY_REASON
 from kforge_search.hardware import Peaks
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -56,7 +57,7 @@ REFERENCE_FAILED = "REFERENCE_FAILED"
 AGENT_ERROR = "AGENT_ERROR"
 BENCH_ERROR = "BENCH_ERROR"
 NOT_RUN = "NOT_RUN"  # a merged table's problem that no merged run has a row for
-DEVICE_BUSY = "DEVICE_BUSY"  # its reference lacked device memory other processes held
+DEVICE_BUSY = "DEVICE_BUSY"  # its reference, or each draft, lacked device memory others held
 UNRUNNABLE = (REFERENCE_FAILED, AGENT_ERROR, BENCH_ERROR, DEVICE_BUSY)
 # not a verdict on the problem: --resume runs them again
 RUN_AGAIN = (AGENT_ERROR, BENCH_ERROR, NOT_RUN, DEVICE_BUSY)
@@ -265,6 +266,8 @@ def bench_row(
     if best is None:
         last = parents[-1].result if parents else None
         status = last.status.value if last else "no draft"
+        if any(DEVICE_BUSY_REASON in p.result.artifacts.reasons for p in parents):
+            status = DEVICE_BUSY  # others held the device: evaluated again alone (bench_jobs)
         message = last.message.splitlines()[0][:200] if last and last.message else ""
         return BenchRow(
             problem.name, status, eager, compiled, attempts=len(parents), message=error + message

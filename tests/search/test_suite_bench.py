@@ -520,3 +520,23 @@ def test_ctrl_c_keeps_the_rows_so_far_and_ends_the_bench_at_once(tmp_path):
     assert "interrupted" in stderr and "--resume runs the others" in stderr
     data = json.loads((out / "bench.json").read_text())
     assert data["meta"]["complete"] is False and len(data["rows"]) >= 1
+
+
+def test_drafts_that_ran_out_of_a_crowded_device_make_the_row_device_busy():
+    """A draft's RUNTIME_ERROR with the device:busy reason (its child ran out of device
+    memory while other processes held a quarter of it: worker.busy_reasons) is not the
+    problem's verdict: the row is DEVICE_BUSY, run again alone. Without it, as it was."""
+    import dataclasses
+
+    from kforge_search.evaluator.result import DEVICE_BUSY_REASON, Artifacts
+    from kforge_search.search.suite_bench import DEVICE_BUSY
+
+    plain = parent(Status.RUNTIME_ERROR)
+    busy = Parent(
+        plain.draft,
+        dataclasses.replace(plain.result, artifacts=Artifacts(reasons=(DEVICE_BUSY_REASON,))),
+    )
+    assert bench_row(PROBLEM, [plain, busy], "", None, None).status == DEVICE_BUSY
+    assert bench_row(PROBLEM, [plain, plain], "", None, None).status == "RUNTIME_ERROR"
+    ok = parent(Status.OK, 1.0)
+    assert bench_row(PROBLEM, [busy, ok], "", None, None).status == "OK"
