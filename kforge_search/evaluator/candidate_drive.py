@@ -30,7 +30,13 @@ from kforge_search.evaluator.outcome import (
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference
-from kforge_search.evaluator.result import Artifacts, EvalResult, Status, TimingStats
+from kforge_search.evaluator.result import (
+    DEVICE_BUSY_REASON,
+    Artifacts,
+    EvalResult,
+    Status,
+    TimingStats,
+)
 from kforge_search.evaluator.sandbox import Child
 from kforge_search.evaluator.timed_runs import timed_path
 from kforge_search.evaluator.trial_check import TrialCheck
@@ -93,7 +99,7 @@ class CandidateDrive:
         except OracleError as exc:  # a streamed reference's oracle could not answer
             child.kill("")
             return replace(base, status=Status.INFRA_ERROR, stage=child.stage or "verify",
-                           message=str(exc))  # fmt: skip
+                           message=str(exc), artifacts=oracle_artifacts(exc))  # fmt: skip
         finally:
             check.close()
             if unseen_check is not None:
@@ -187,7 +193,8 @@ class CandidateDrive:
                 except OracleError as exc:
                     child.kill("")
                     return replace(base, status=Status.INFRA_ERROR, stage="time",
-                                   message=str(exc), correctness=correctness)  # fmt: skip
+                                   message=str(exc), correctness=correctness,
+                                   artifacts=oracle_artifacts(exc))  # fmt: skip
                 if stale:
                     problem = timing_problem(timing, stale)
                     assert problem is not None
@@ -266,3 +273,9 @@ class CandidateDrive:
         policy = get_policy(self.config.policy)
         expected, actual = placed((expected, actual), self.device)
         return compare_timed(expected, actual, labels(runs, calls), policy, slack)
+
+
+def oracle_artifacts(exc: OracleError) -> Artifacts:
+    """An oracle's failure's artifacts: DEVICE_BUSY_REASON where it ran out of device memory
+    others held (a bench evaluates the problem again alone)."""
+    return Artifacts(reasons=(DEVICE_BUSY_REASON,) if exc.busy else ())

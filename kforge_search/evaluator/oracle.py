@@ -25,7 +25,12 @@ from kforge_search.evaluator.verify import Comparison
 
 
 class OracleError(Exception):
-    """The oracle could not answer (its process ended): an infrastructure failure."""
+    """The oracle could not answer (its process ended): an infrastructure failure; `busy`:
+    it ran out of device memory that other processes held (worker.busy_reasons)."""
+
+    def __init__(self, message: str, busy: bool = False):
+        super().__init__(message)
+        self.busy = busy
 
 
 @dataclass
@@ -93,12 +98,13 @@ class Oracle:
         return str(self._answer("compared-runs")["difference"])
 
     def _answer(self, kind: str) -> dict[str, Any]:
-        why = ""
+        why, busy = "", False
         while (event := self.child.next_event()) is not None:
             if event["type"] == kind:
                 return event
             if event["type"] in ("fail", "trials-done"):
                 why = str(event.get("message", "")) or f"it ended its answers ({event['type']})"
+                busy = bool(event.get("busy"))
                 break
         exit = self.child.exit
         if exit is not None and not why:
@@ -108,7 +114,9 @@ class Oracle:
                 f"its process ended in stage {exit.stage!r}: {how}, peak {exit.peak_rss_mb:.0f} MB"
             )
         tail = exit.output[-1500:] if exit else ""
-        raise OracleError(f"the oracle could not answer: {why or 'its process ended'} {tail}")
+        raise OracleError(
+            f"the oracle could not answer: {why or 'its process ended'} {tail}", busy=busy
+        )
 
     def close(self) -> None:
         Oracle._end(self.child, self.work)

@@ -156,12 +156,16 @@ class Evaluator:
         """Ends the spare child (also ended when this process exits: its stdin closes) and
         lets go of the device locks."""
         self._spares.close()
-        for oracle in self._oracles.values():
-            oracle.close()
-        self._oracles.clear()
+        self.close_oracles()
         for lock in self._locks.values():
             lock.close()
         self._locks.clear()
+
+    def close_oracles(self) -> None:
+        """Ends the live oracles (a bench's problem is done: none is asked again)."""
+        for oracle in self._oracles.values():
+            oracle.close()
+        self._oracles.clear()
 
     def helper_pids(self) -> list[int]:
         """The evaluator's own idle children (the spare, the oracles), for leak checks."""

@@ -24,7 +24,7 @@ from kforge_search.evaluator import (
     footprint,
     guards,
     native_audit,
-    profile,
+    out_of_memory,
     shared_outputs,
     timed_runs,
 )
@@ -35,7 +35,6 @@ from kforge_search.evaluator.child_failure import CandidateFailure, rejected
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
-from kforge_search.evaluator.result import DEVICE_BUSY_REASON
 from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.paths import cache_dir
@@ -174,7 +173,7 @@ class Guarded:
                 "RUNTIME_ERROR",
                 f"forward raised {type(exc).__name__} in trial {trial}: {detail}",
                 traceback=traceback.format_exc(),
-                reasons=busy_reasons(exc),
+                reasons=out_of_memory.busy_reasons(exc),
             ) from exc
         launches = self.counter.count
         outputs = as_output_list(out, self.job.device)
@@ -320,7 +319,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
             "RUNTIME_ERROR",
             f"forward raised {type(exc).__name__} while being timed: {exc}",
             traceback=traceback.format_exc(),
-            reasons=busy_reasons(exc),
+            reasons=out_of_memory.busy_reasons(exc),
         ) from exc
     guarded.check_harness()
     guarded.check_world()
@@ -347,7 +346,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
                 "RUNTIME_ERROR",
                 f"forward raised {type(exc).__name__} in back-to-back calls: {exc}",
                 traceback=traceback.format_exc(),
-                reasons=busy_reasons(exc),
+                reasons=out_of_memory.busy_reasons(exc),
             ) from exc
         guarded.check_harness()
         guarded.check_world()
@@ -362,6 +361,8 @@ def run_candidate(job: Job, channel: Channel) -> None:
     del kept, burst
     if command[:1] == ["profile"]:
         channel.stage("profile")
+        from kforge_search.evaluator.profile_child import profile_model
+
         profiled = profile_model(guarded, module, job)
         guarded.check_harness()
         guarded.check_world()
@@ -438,52 +439,10 @@ def verify_trials(
     return largest
 
 
-def profile_model(guarded: Guarded, module: Any, job: Job) -> Any:
-    """The profile stage (evaluator/profile.py) over the guarded model, on timing inputs."""
-    import torch
-
-    inputs = job_inputs.timing_inputs(module, job, 0)
-
-    def call() -> None:
-        with torch.no_grad():
-            guarded.model(*inputs)
-
-    guarded.counter.trace = profile.LaunchTrace()
-    try:
-        return profile.collect(
-            call, job.device, guarded.counter.trace, lambda: synchronize(job.device)
-        )
-    except Exception as exc:  # advice only: a profiler failure never fails the candidate
-        return profile.Profile(
-            tool="none",
-            device=job.device,
-            calls=0,
-            wall_us_per_call=0.0,
-            launches_per_call=0.0,
-            notes=(f"profiling failed: {type(exc).__name__}: {exc}",),
-        )
-
-
 def run_ncu(job: Job, channel: Channel) -> None:
-    """Under Nsight Compute (--profile-from-start off): warm up, then one forward call inside
-    the profiler range, so ncu measures exactly one call's kernels."""
-    import torch
+    from kforge_search.evaluator.profile_child import run_ncu as run
 
-    module = exec_problem(job.problem)
-    channel.stage("build")
-    guarded = load_guarded(job, module)
-    inputs = job_inputs.timing_inputs(module, job, 0)
-    channel.stage("profile")
-    with torch.no_grad():
-        for _ in range(2):
-            guarded.model(*inputs)
-        synchronize(job.device)
-        torch.cuda.profiler.start()
-        guarded.model(*inputs)
-        synchronize(job.device)
-        torch.cuda.profiler.stop()
-    guarded.check_world()
-    channel.send("ncu")
+    run(job, channel)
 
 
 def time_model(
@@ -605,35 +564,11 @@ def main(argv: list[str]) -> int:
     except CandidateFailure as failure:
         channel.send("fail", status=failure.status, message=str(failure), **failure.fields)
     except torch.OutOfMemoryError as exc:
-        if job.mode != "candidate":
+        if job.mode not in ("candidate", "reference", "oracle"):
             raise
-        # other processes' doing, maybe (a bench's other jobs): said, so that the candidate
-        # is evaluated again alone (cli/bench_jobs.py); alone, the candidate's own
-        torch.cuda.empty_cache()
-        reasons = busy_reasons(exc)
-        message = f"forward ran out of device memory: {str(exc).splitlines()[0][:300]}"
-        channel.send("fail", status="RUNTIME_ERROR", message=message, reasons=reasons,
-                     traceback=traceback.format_exc())  # fmt: skip
+        channel.send("fail", **out_of_memory.failure(job.mode, exc))
     channel.send("done")
     return 0
-
-
-def busy_reasons(exc: BaseException) -> list[str]:
-    """[DEVICE_BUSY_REASON] where `exc` is the device running out of memory while other
-    processes hold a quarter of it or more, else []."""
-    import torch
-
-    if isinstance(exc, torch.OutOfMemoryError) and torch.cuda.is_initialized() and crowded_device():
-        return [DEVICE_BUSY_REASON]
-    return []
-
-
-def crowded_device() -> bool:
-    """Whether other processes hold a quarter of this process's device or more."""
-    import torch
-
-    free, total = torch.cuda.mem_get_info()
-    return total - free - torch.cuda.memory_reserved() >= total // 4
 
 
 if __name__ == "__main__":

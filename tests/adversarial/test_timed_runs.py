@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,20 @@ def test_a_dead_oracle_is_started_again(evaluator):
     assert result.status is Status.OK, result.message
     (again,) = evaluator.oracle_pids()
     assert again != oracle
+    evaluator.close_oracles()  # a bench's problem is done: its oracle's memory goes
+    assert evaluator.oracle_pids() == [] and not _alive(again)
+    assert _chain(evaluator, HONEST).status is Status.OK  # and one starts when asked
+
+
+def _alive(pid: int) -> bool:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 def _timing(p50: float, host: float = 0.0) -> TimingStats:

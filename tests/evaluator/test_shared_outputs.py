@@ -57,9 +57,7 @@ def test_the_parent_refuses_handles_and_takes_host_outputs_as_they_are():
         ({"stride": [4]}, "shape"),
     ],
 )
-def test_an_entry_that_names_memory_beyond_its_storage_is_refused_before_it_is_opened(
-    changes, why
-):
+def test_an_entry_that_names_memory_beyond_its_storage_is_refused_before_it_is_opened(changes, why):
     with pytest.raises(ValueError, match=why):
         shared_outputs.opened([_entry(**changes)])
 
