@@ -501,6 +501,12 @@ def _report(summary: Any, policy: str, paths: tuple[Path, Path], fmt: str) -> No
         f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
         + (f"; {summary.unrunnable} could not be run" if summary.unrunnable else "")
         + (f"; {summary.not_run} not run" if summary.not_run else "")
+        + (
+            f"; {summary.loaded} timed on a loaded host (not the machine's own figures: "
+            "see each row's message)"
+            if summary.loaded
+            else ""
+        )
         + f"\n{json_path}\n{csv_path}",
         fmt,
     )

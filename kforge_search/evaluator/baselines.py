@@ -1,9 +1,11 @@
 """Baselines (the reference in eager mode and under torch.compile), cached on disk.
 
 The cache key is (problem id, sizes, platform, device name, torch version, timing settings).
-A baseline timed while something else ran on the machine (its runs' p80/p20 above a bound)
-is timed again, in the same process, a few times; one whose every try stays noisy is used
-(its fastest try) but never cached, so a loaded moment does not set every later speedup.
+A baseline timed while something else ran on the machine (its runs' p80/p20 above a bound,
+or other processes keeping cores busy meanwhile: host_load.py) is timed again, in the same
+process, a few times; one whose every try stays noisy is used (its fastest try) but never
+cached, so a loaded moment does not set every later speedup. (A steady load slows every run
+alike: its spread stays tight, and only the host's other load shows it.)
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import cache_seal
+from kforge_search.evaluator.host_load import LoadProbe, bent
 from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
 
 
@@ -102,15 +105,21 @@ def spread(timing: TimingStats) -> float:
     return timing.p80_ms / timing.p20_ms if timing.p20_ms > 0 else float("inf")
 
 
+def clean(timing: TimingStats, limit: float) -> bool:
+    """Timed with nothing else beside it: a tight spread, and the host's other processes
+    below host_load.loaded's bound."""
+    return spread(timing) <= limit and not bent(timing)
+
+
 def time_again(tries: list[TimingStats], limit: float, max_tries: int) -> bool:
-    """Whether the last try's spread shows interference and tries are left."""
-    return bool(tries) and spread(tries[-1]) > limit and len(tries) < max_tries
+    """Whether the last try shows interference and tries are left."""
+    return bool(tries) and not clean(tries[-1], limit) and len(tries) < max_tries
 
 
 def settle(kind: str, tries: list[TimingStats], limit: float) -> Baseline:
-    """The baseline from its tries: the last one if its spread is clean (tries stop at the
-    first clean one), else the fastest, marked noisy (not cached: BaselineCache.put)."""
-    if spread(tries[-1]) <= limit:
+    """The baseline from its tries: the last one if it is clean (tries stop at the first
+    clean one), else the fastest, marked noisy (not cached: BaselineCache.put)."""
+    if clean(tries[-1], limit):
         return Baseline(kind, True, tries[-1], tries=len(tries))
     fastest = min(tries, key=lambda t: t.p50_ms)
     return Baseline(kind, True, fastest, tries=len(tries), noisy=True)
@@ -133,6 +142,7 @@ class BaselineTimer:
         first kind's timed runs, `alone(False)` after the last's ("timed": the child
         prepares every kind first, baseline_child.py, and times them in one hold);
         `pause()` between two kinds' preparations (the lock's yield_to_timing)."""
+        probe: LoadProbe | None = None
         while (event := child.next_event()) is not None:
             if event["type"] == "pause":
                 child.resume_after(pause)
@@ -143,12 +153,16 @@ class BaselineTimer:
                 self.checks[event["kind"]] = (checks, event.get("note", ""))
             elif event["type"] == "warm":  # compiled and warmed up: time it alone
                 alone(True)
+                probe = LoadProbe.start(child.pid)  # what else the host ran meanwhile
                 child.send("time")
             elif event["type"] == "baseline":
                 kind = event["kind"]
                 if event["ok"]:  # the child waits: "time" (again) or "next"
-                    self.tries[kind].append(TimingStats(**event["timing"]))
+                    others = probe.others() if probe is not None else 0.0
+                    timing = TimingStats(**event["timing"])
+                    self.tries[kind].append(replace(timing, host_others=round(others, 2)))
                     if time_again(self.tries[kind], self.limit, self.max_tries):
+                        probe = LoadProbe.start(child.pid)
                         child.send("time")
                         continue
                     child.send("next")

@@ -14,6 +14,7 @@ from typing import Any
 from kforge_search.evaluator import timed_check
 from kforge_search.evaluator.config import EvalConfig
 from kforge_search.evaluator.devicelock import DeviceLock
+from kforge_search.evaluator.host_load import LoadProbe
 from kforge_search.evaluator.job import Job, trial_path
 from kforge_search.evaluator.oracle import Oracle, OracleError
 from kforge_search.evaluator.oracle_compare import RunSpec, labels, load
@@ -113,6 +114,7 @@ class CandidateDrive:
         timed_ok: EvalResult | None = None  # verified and timed (and profiled): it stands
         unseen_sizes = unseen[0].sizes if unseen else {}
         timing, runs, went, draw = TimingStats("", 0, 0.0, 0.0, 0.0), 0, 0.0, 0
+        probe: LoadProbe | None = None  # the host's other load over the timed runs
         burst_draw, bursts = 0, 0  # the last burst's inputs' draw; bursts asked
         chosen: tuple[list[int], list[int]] = ([], [])  # timed runs, burst calls checked
 
@@ -163,9 +165,12 @@ class CandidateDrive:
                 lock.hold(exclusive=True)
                 self.lane_wait = time.monotonic() - waited  # in the child's verify stage
                 draw = timed_check.draw()  # only now: after the candidate is loaded
+                probe = LoadProbe.start(child.pid)  # what else the host ran meanwhile
                 child.send(f"time {draw}")
             elif kind == "timing":
                 timing, runs = TimingStats(**event["timing"]), int(event.get("runs", 0))
+                others = probe.others() if probe is not None else 0.0
+                timing = replace(timing, host_others=round(others, 2))
                 if problem := timing_problem(timing, ""):
                     return rejected(base, child, problem, correctness, timing)
                 burst_draw, bursts = timed_check.draw(), 1

@@ -62,6 +62,9 @@ class TimingStats:
     p80_ms: float
     host_p50_ms: float = 0.0  # CUDA: wall clock of a run incl. a device-wide synchronize
     meaningful: bool = True  # False for an interpreter (cpu-triton)
+    # cores other processes kept busy while it was timed, on average (the parent's
+    # measurement: host_load.py); at host_load.loaded's bound, not the machine's own figure
+    host_others: float = 0.0
 
 
 @dataclass(frozen=True)

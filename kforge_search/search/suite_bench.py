@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.agents.base import Agent, Context, Parent
+from kforge_search.evaluator.host_load import bent
 from kforge_search.evaluator.peers import fastest_fp32, peer_of_record
 from kforge_search.evaluator.result import DEVICE_BUSY_REASON
 from kforge_search.hardware import Peaks
@@ -50,6 +51,8 @@ FIELDS = (
     "genome",
     "seconds",
     "message",
+    "host_others",
+    "bent",
 )
 
 
@@ -82,6 +85,16 @@ class BenchRow:
     message: str = ""
     peer: str = ""  # the baseline kind of record, e.g. "compile-tf32" (evaluator/peers.py)
     speedup_fp32: float | None = None  # over the faster of fp32 eager and fp32 compile
+    # cores other processes kept busy while the best draft or its peer was timed (the more
+    # of the two: evaluator/host_load.py); where that bent a timing (host_load.bent) the
+    # speedup is not the machine's own
+    host_others: float = 0.0
+
+    bent: bool = False  # host_load.bent: of the best draft's timing or its peer's
+
+    @property
+    def loaded(self) -> bool:
+        return self.verified and self.bent
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,7 @@ class BenchSummary:
     geomean_fp32: float | None = None  # as geomean_speedup, over fp32 eager / compile only
     geomean_all_fp32: float | None = None  # as geomean_all, over fp32 eager / compile only
     not_run: int = 0  # problems of the suite no run reached (NOT_RUN rows: bench --merge)
+    loaded: int = 0  # verified rows timed on a loaded host (BenchRow.loaded)
 
 
 class BenchError(Exception):
@@ -282,6 +296,12 @@ def bench_row(
     if ms and peaks is not None and work is not None:
         roof = roofline_fraction(work.flops, work.min_bytes, ms, peaks, best.draft.precision)
     genome = best.draft.genome
+    timings = (timing, peer.timing if peer else None)
+    others = max((t.host_others for t in timings if t is not None), default=0.0)
+    is_bent = any(bent(t) for t in timings if t is not None)
+    note = best.draft.note[:200]
+    if is_bent:
+        note = f"timed on a loaded host ({others:.1f} cores busy elsewhere); {note}"
     return BenchRow(
         problem=problem.name,
         status=best.result.status.value,
@@ -297,7 +317,9 @@ def bench_row(
         verified=True,
         generalizes=best.result.generalizes,
         genome=_genome_text(genome),
-        message=error + best.draft.note[:200],
+        message=error + note,
+        host_others=others,
+        bent=is_bent,
     )
 
 
@@ -353,6 +375,7 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
         geomean_fp32=_geomean(fp32),
         geomean_all_fp32=_geomean(fp32 + [1.0] * (n - len(fp32))),
         not_run=sum(1 for r in rows if r.status == NOT_RUN),
+        loaded=sum(1 for r in rows if r.loaded),
     )
 
 

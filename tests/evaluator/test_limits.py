@@ -5,6 +5,7 @@ result. Baselines whose spread shows interference are timed again and never cach
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import replace
 
@@ -114,6 +115,7 @@ class _FakeChild:
 
     def __init__(self, events):
         self.events, self.sent = list(events), []
+        self.pid = os.getpid()  # the host's load is probed around its timings (host_load.py)
 
     def next_event(self):
         return self.events.pop(0) if self.events else None
