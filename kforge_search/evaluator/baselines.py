@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import cache_seal
-from kforge_search.evaluator.host_load import LoadProbe, bent
+from kforge_search.evaluator.host_load import LoadProbe, bent, host_timed
 from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
 
 
@@ -158,8 +158,8 @@ class BaselineTimer:
             elif event["type"] == "baseline":
                 kind = event["kind"]
                 if event["ok"]:  # the child waits: "time" (again) or "next"
-                    others = probe.others() if probe is not None else 0.0
                     timing = TimingStats(**event["timing"])
+                    others = probe.others(host_timed(timing)) if probe is not None else 0.0
                     self.tries[kind].append(replace(timing, host_others=round(others, 2)))
                     if time_again(self.tries[kind], self.limit, self.max_tries):
                         probe = LoadProbe.start(child.pid)

@@ -14,7 +14,7 @@ from typing import Any
 from kforge_search.evaluator import timed_check
 from kforge_search.evaluator.config import EvalConfig
 from kforge_search.evaluator.devicelock import DeviceLock
-from kforge_search.evaluator.host_load import LoadProbe
+from kforge_search.evaluator.host_load import LoadProbe, host_timed
 from kforge_search.evaluator.job import Job, trial_path
 from kforge_search.evaluator.oracle import Oracle, OracleError
 from kforge_search.evaluator.oracle_compare import RunSpec, labels, load
@@ -169,7 +169,7 @@ class CandidateDrive:
                 child.send(f"time {draw}")
             elif kind == "timing":
                 timing, runs = TimingStats(**event["timing"]), int(event.get("runs", 0))
-                others = probe.others() if probe is not None else 0.0
+                others = probe.others(host_timed(timing)) if probe is not None else 0.0
                 timing = replace(timing, host_others=round(others, 2))
                 if problem := timing_problem(timing, ""):
                     return rejected(base, child, problem, correctness, timing)

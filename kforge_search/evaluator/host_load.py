@@ -42,12 +42,17 @@ def loaded(others: float, cores: int | None = None) -> bool:
     return others >= max(LOADED_CORES, LOADED_SHARE * cores)
 
 
+def host_timed(timing: Any) -> bool:
+    """Whether the host's clock took a timing (a TimingStats): a CPU platform's."""
+    return timing.method != "cuda_events"
+
+
 def bent(timing: Any) -> bool:
     """Whether the host's other load may have bent a timing (a TimingStats): one the host's
     clock took (a CPU platform's) with others at loaded's bound. Runs timed by the device's
     own events are not slowed alike by the host's load: their figure is kept, not acted on
     (a GPU bench's 12 jobs beside each other load a 64-core host all the time)."""
-    return timing.method != "cuda_events" and loaded(timing.host_others)
+    return host_timed(timing) and loaded(timing.host_others)
 
 
 def busy_seconds() -> float | None:
@@ -103,10 +108,15 @@ class LoadProbe:
     def start(cls, pid: int) -> LoadProbe:
         return cls(pid, time.monotonic(), busy_seconds(), tree_seconds(pid))
 
-    def others(self) -> float:
+    def others(self, extend: bool = False) -> float:
         """Other processes' cores, on average over the window (0.0 where unknown, or where the
-        window was too short to tell: MIN_WINDOW_S)."""
+        window was too short to tell: MIN_WINDOW_S). `extend`: a shorter window is waited out
+        to MIN_WINDOW_S first (the load just after a timing stands for the load during it:
+        a steady load is what a tight spread hides)."""
         wall = time.monotonic() - self.wall
+        if extend and wall < MIN_WINDOW_S:
+            time.sleep(MIN_WINDOW_S - wall)
+            wall = time.monotonic() - self.wall
         if wall < MIN_WINDOW_S or self.busy is None:
             return 0.0
         busy, own = busy_seconds(), tree_seconds(self.pid)

@@ -20,6 +20,7 @@ from kforge_search.evaluator.baselines import (
     spread,
     time_again,
 )
+from kforge_search.evaluator.host_load import LoadProbe
 from kforge_search.evaluator.limits import candidate_limits, scaled_s
 from kforge_search.evaluator.result import TimingStats
 from kforge_search.paths import cache_dir
@@ -128,7 +129,14 @@ class _FakeChild:
         self.sent.append(line)
 
 
-def test_the_baseline_timer_asks_again_while_noisy_and_not_past_its_tries():
+@pytest.fixture
+def quiet_host(monkeypatch):
+    """The timer's logic alone: the host's other load reads as none (host_load.py's own
+    tests measure it)."""
+    monkeypatch.setattr(LoadProbe, "others", lambda self, extend=False: 0.0)
+
+
+def test_the_baseline_timer_asks_again_while_noisy_and_not_past_its_tries(quiet_host):
     def timed(kind, t):
         return {"type": "baseline", "kind": kind, "ok": True, "timing": t.__dict__}
 
@@ -149,7 +157,7 @@ def test_the_baseline_timer_asks_again_while_noisy_and_not_past_its_tries():
     assert compiled.timing == loud and compiled.tries == 2 and compiled.noisy
 
 
-def test_between_two_kinds_the_baseline_timer_lets_a_waiting_timing_go():
+def test_between_two_kinds_the_baseline_timer_lets_a_waiting_timing_go(quiet_host):
     done = {"type": "baseline", "kind": "eager", "ok": True, "timing": _timing(1, 1, 1).__dict__}
     child = _FakeChild(
         [{"type": "pause", "kind": "compile"}, {"type": "warm", "kind": "eager"}, done,
