@@ -35,6 +35,20 @@ def _config(keep_mb: int) -> EvalConfig:
     return EvalConfig(baselines=(), memory_limit_mb=3000, reference_keep_mb=keep_mb)
 
 
+def _off_and_stale_are_caught(evaluator: Evaluator, problem, platform) -> None:
+    """Against a streamed reference: a kernel off by 1e-4 fails at its first trial, and
+    stale timed outputs are caught (the timed runs too are checked in the oracle)."""
+    off = evaluator.evaluate_source(
+        CHAIN.read_text().replace("y * 2.0 - 0.1", "y * 2.0 - 0.1001"), problem, platform
+    )
+    assert off.status is Status.INCORRECT and off.stage == "verify", off.message
+    assert off.correctness.trials_run == 9 and off.correctness.trials_passed < 9
+    assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
+    stale = evaluator.evaluate(STALE, problem, platform)
+    assert stale.status is Status.REJECTED, stale.message
+    assert stale.artifacts.reasons == ("timing:stale-output",), stale.message
+
+
 def test_the_model_refuses_keeping_all_trials_and_admits_one_at_a_time(monkeypatch):
     monkeypatch.setenv(fp_mod.MACHINE_ENV, MACHINE_MB)
     problem = resolve_problem("level1/10_elementwise_chain").resized(overrides=SIZES)
@@ -79,16 +93,7 @@ def test_a_problem_whose_trials_do_not_fit_at_once_evaluates_one_trial_at_a_time
         assert result.status is Status.OK, result.message
         assert result.correctness.trials_run == result.correctness.trials_passed == 9
         assert result.generalizes == "yes"  # the unseen sizes (kept: they are small)
-        off = evaluator.evaluate_source(
-            CHAIN.read_text().replace("y * 2.0 - 0.1", "y * 2.0 - 0.1001"), problem, CPU
-        )
-        assert off.status is Status.INCORRECT and off.stage == "verify", off.message
-        assert off.correctness.trials_run == 9 and off.correctness.trials_passed < 9
-        assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
-        # the timed runs too are checked in the oracle: stale outputs there are caught
-        stale = evaluator.evaluate(STALE, problem, CPU)
-        assert stale.status is Status.REJECTED, stale.message
-        assert stale.artifacts.reasons == ("timing:stale-output",), stale.message
+        _off_and_stale_are_caught(evaluator, problem, CPU)
     finally:
         evaluator.close()
 
@@ -132,13 +137,6 @@ def test_on_a_gpu_the_oracle_reads_the_candidates_outputs_where_they_are():
         result = evaluator.evaluate(CHAIN, problem, gpu)
         assert result.status is Status.OK, result.message
         assert result.correctness.trials_passed == 9
-        off = evaluator.evaluate_source(
-            CHAIN.read_text().replace("y * 2.0 - 0.1", "y * 2.0 - 0.1001"), problem, gpu
-        )
-        assert off.status is Status.INCORRECT and off.stage == "verify", off.message
-        assert off.artifacts.mismatch is not None and off.artifacts.mismatch.trial == 0
-        stale = evaluator.evaluate(STALE, problem, gpu)
-        assert stale.status is Status.REJECTED, stale.message
-        assert stale.artifacts.reasons == ("timing:stale-output",), stale.message
+        _off_and_stale_are_caught(evaluator, problem, gpu)
     finally:
         evaluator.close()
