@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import shutil
 import time
 from pathlib import Path
@@ -187,6 +188,16 @@ def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
     return unrunnable_row(problem, BENCH_ERROR, one_line(exc), round(seconds, 1))
 
 
+def compile_threads(jobs: int, shards: int) -> int:
+    """torch.compile's compile workers per baseline child: the host's cores shared by the
+    jobs of every shard (shards run side by side on one node: scripts/bench_gpus.sh); 0
+    (torch's default, a worker per core) for one job alone. Each child starts its workers,
+    each importing torch: 12 jobs of 3 shards on a 64-core H200 host would start 768, and
+    their baselines stages took 137-273 s (not measured apart from that)."""
+    sharing = jobs * shards
+    return 0 if sharing <= 1 else max(1, (os.cpu_count() or 1) // sharing)
+
+
 def _shard(text: str) -> tuple[int, int]:
     """--shard I/N as (I, N), else a clear error."""
     from kforge_search.cli.common import fail
@@ -359,7 +370,8 @@ def bench_cmd(
         fail(f"--screen {screen}: needs 0 (off) or more genomes")
     plat = platform_or_fail(platform)
     try:
-        evaluator = Evaluator(EvalConfig(policy=policy))
+        threads = compile_threads(jobs, _shard(shard)[1] if shard else 1)
+        evaluator = Evaluator(EvalConfig(policy=policy, compile_threads=threads))
     except ValueError as exc:
         fail(str(exc))
     problems, skipped = suite_problems(suite, sizes, parse_overrides(overrides), match)

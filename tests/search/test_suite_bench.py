@@ -540,3 +540,12 @@ def test_drafts_that_ran_out_of_a_crowded_device_make_the_row_device_busy():
     assert bench_row(PROBLEM, [plain, plain], "", None, None).status == "RUNTIME_ERROR"
     ok = parent(Status.OK, 1.0)
     assert bench_row(PROBLEM, [busy, ok], "", None, None).status == "OK"
+
+
+def test_the_benchs_compile_workers_share_the_host_among_its_jobs_and_shards(monkeypatch):
+    from kforge_search.cli.bench import compile_threads
+
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    assert compile_threads(1, 1) == 0  # alone: torch's default
+    assert compile_threads(4, 3) == 5 and compile_threads(6, 1) == 10
+    assert compile_threads(64, 4) == 1  # never none
