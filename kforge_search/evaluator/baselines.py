@@ -129,8 +129,11 @@ class BaselineTimer:
     """The parent's side of a baseline child: each kind warmed up, then timed alone on the
     device (and timed again while its spread shows interference), then settled."""
 
-    def __init__(self, kinds: tuple[str, ...], limit: float, max_tries: int):
+    def __init__(
+        self, kinds: tuple[str, ...], limit: float, max_tries: int, method: str = "perf_counter"
+    ):
         self.kinds, self.limit, self.max_tries = kinds, limit, max_tries
+        self.method = method  # the platform's timing method: host-timed ones are probed
         self.tries: dict[str, list[TimingStats]] = {k: [] for k in kinds}
         self.failed: dict[str, str] = {}
         self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
@@ -153,21 +156,24 @@ class BaselineTimer:
                 self.checks[event["kind"]] = (checks, event.get("note", ""))
             elif event["type"] == "warm":  # compiled and warmed up: time it alone
                 alone(True)
-                probe = LoadProbe.start(child.pid)  # what else the host ran meanwhile
+                probe = self._probe(child)  # what else the host ran meanwhile
                 child.send("time")
             elif event["type"] == "baseline":
                 kind = event["kind"]
                 if event["ok"]:  # the child waits: "time" (again) or "next"
                     timing = TimingStats(**event["timing"])
-                    others = probe.others(host_timed(timing)) if probe is not None else 0.0
+                    others = probe.others(extend=True) if probe is not None else 0.0
                     self.tries[kind].append(replace(timing, host_others=round(others, 2)))
                     if time_again(self.tries[kind], self.limit, self.max_tries):
-                        probe = LoadProbe.start(child.pid)
+                        probe = self._probe(child)
                         child.send("time")
                         continue
                     child.send("next")
                 else:
                     self.failed[kind] = event.get("error", "")
+
+    def _probe(self, child: Any) -> LoadProbe | None:
+        return LoadProbe.start(child.pid) if host_timed(self.method) else None
 
     def results(self, why_ended: str) -> list[Baseline]:
         """One baseline per kind: settled from its tries, else why it has none; with its

@@ -165,11 +165,12 @@ class CandidateDrive:
                 lock.hold(exclusive=True)
                 self.lane_wait = time.monotonic() - waited  # in the child's verify stage
                 draw = timed_check.draw()  # only now: after the candidate is loaded
-                probe = LoadProbe.start(child.pid)  # what else the host ran meanwhile
+                if host_timed(job.timing_method):  # what else the host ran meanwhile
+                    probe = LoadProbe.start(child.pid)
                 child.send(f"time {draw}")
             elif kind == "timing":
                 timing, runs = TimingStats(**event["timing"]), int(event.get("runs", 0))
-                others = probe.others(host_timed(timing)) if probe is not None else 0.0
+                others = probe.others(extend=True) if probe is not None else 0.0
                 timing = replace(timing, host_others=round(others, 2))
                 if problem := timing_problem(timing, ""):
                     return rejected(base, child, problem, correctness, timing)

@@ -42,9 +42,11 @@ def loaded(others: float, cores: int | None = None) -> bool:
     return others >= max(LOADED_CORES, LOADED_SHARE * cores)
 
 
-def host_timed(timing: Any) -> bool:
-    """Whether the host's clock took a timing (a TimingStats): a CPU platform's."""
-    return timing.method != "cuda_events"
+def host_timed(method: str) -> bool:
+    """Whether a timing method is the host's clock (a CPU platform's): the runs it times are
+    the ones the host's other load bends; the device's events are not probed at all (no
+    /proc scans on a GPU's timing path)."""
+    return method != "cuda_events"
 
 
 def bent(timing: Any) -> bool:
@@ -52,7 +54,7 @@ def bent(timing: Any) -> bool:
     clock took (a CPU platform's) with others at loaded's bound. Runs timed by the device's
     own events are not slowed alike by the host's load: their figure is kept, not acted on
     (a GPU bench's 12 jobs beside each other load a 64-core host all the time)."""
-    return host_timed(timing) and loaded(timing.host_others)
+    return host_timed(timing.method) and loaded(timing.host_others)
 
 
 def busy_seconds() -> float | None:

@@ -357,7 +357,10 @@ class Evaluator:
         try:
             with self._child(job, work, platform) as child:
                 timer = noise.BaselineTimer(
-                    kinds, self.config.baseline_spread_limit, self.config.baseline_tries
+                    kinds,
+                    self.config.baseline_spread_limit,
+                    self.config.baseline_tries,
+                    platform.timing,
                 )
                 timer.drive(child, alone, lock.yield_to_timing)
             assert child.exit is not None
