@@ -95,11 +95,7 @@ def compare_device(device: str, output_bytes: int) -> str | None:
         return None
     import torch
 
-    # what this process's allocator keeps from the last candidate's comparisons is room too
-    # (H200, 21_Sigmoid: a second candidate's trials went to the host, then past the oracle's
-    # time limit, with the first's cached)
-    torch.cuda.empty_cache()
-    free, _ = torch.cuda.mem_get_info()
+    free, _ = torch.cuda.mem_get_info()  # the oracle caches nothing between requests: let_go
     return device if free > DEVICE_OUTPUT_COPIES * output_bytes else None
 
 

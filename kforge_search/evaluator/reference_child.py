@@ -192,10 +192,10 @@ def serve_oracle(
     R under the parent's draw (evaluator/oracle.py); for a streamed reference,
     `compare-trials SPEC` compares a candidate's verification trials one at a time
     (serve_compared_trials) and `compare-runs SPEC` its chosen timed runs
-    (serve_compared_runs); until stdin closes or says `stop`."""
-    import torch
-
+    (serve_compared_runs); until stdin closes or says `stop`. Between requests it holds no
+    memory its allocator cached (let_go)."""
     asked = 0
+    let_go(job.device)  # what the reference's own stage cached
     while (line := sys.stdin.readline()).split()[:1] in VERBS:
         verb, _, rest = line.strip().partition(" ")
         if verb == "end":  # a stream the parent ends after it ended here
@@ -203,32 +203,41 @@ def serve_oracle(
         channel.stage("oracle")
         if verb == "compare-trials":
             serve_compared_trials(module, job, channel, TrialSpec(**json.loads(rest)))
-            let_go(job.device)
-            continue
-        if verb == "compare-runs":
+        elif verb == "compare-runs":
             serve_compared_runs(forward, module, job, channel, RunSpec(**json.loads(rest)))
-            let_go(job.device)
-            continue
-        command = rest.split()
-        draw = int(command[0])
-        outputs = [
-            [
-                t.detach().to("cpu").clone()
-                for t in forward(job_inputs.timing_inputs(module, job, r, draw))
-            ]
-            for r in (int(x) for x in command[1:])
-        ]
-        asked += 1
-        path = f"{job.outputs_path}.oracle-{asked}"
-        torch.save(outputs, path)
-        channel.send("oracle", path=path)
-        del outputs
+        else:
+            asked += 1
+            serve_runs(forward, module, job, channel, rest.split(), asked)
         let_go(job.device)
+
+
+def serve_runs(
+    forward: Callable[[list[Any]], list[Any]],
+    module: Any,
+    job: Job,
+    channel: Channel,
+    command: list[str],
+    asked: int,
+) -> None:
+    """`runs DRAW R...`: the reference's outputs of timed runs R under the draw, saved for
+    the parent (its `asked`-th answer's file)."""
+    import torch
+
+    draw = int(command[0])
+    runs = [int(x) for x in command[1:]]
+    inputs = (job_inputs.timing_inputs(module, job, r, draw) for r in runs)
+    outputs = [[t.detach().to("cpu").clone() for t in forward(x)] for x in inputs]
+    path = f"{job.outputs_path}.oracle-{asked}"
+    torch.save(outputs, path)
+    channel.send("oracle", path=path)
 
 
 def let_go(device: str) -> None:
     """An idle oracle keeps no device memory its allocator cached for the last request
-    (H200, level 1: a bench's idle oracles left 1.6 of 140 GiB free)."""
+    (H200, level 1: a bench's idle oracles left 1.6 of 140 GiB free); so the room it
+    measures before it compares (oracle_compare.compare_device) is all it could have (a
+    second candidate's 6 GiB trials of 21_Sigmoid had gone to the host, then past the
+    oracle's time limit, with the first's cached)."""
     if device.startswith("cuda"):
         import torch
 

@@ -89,7 +89,6 @@ class BenchRow:
     # of the two: evaluator/host_load.py); where that bent a timing (host_load.bent) the
     # speedup is not the machine's own
     host_others: float = 0.0
-
     bent: bool = False  # host_load.bent: of the best draft's timing or its peer's
 
     @property
