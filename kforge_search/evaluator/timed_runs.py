@@ -71,23 +71,34 @@ def run_burst(
     budget: int,
     send: Callable[..., None],
     synchronize: Callable[[], None],
+    held: list[list[Any]],
 ) -> list[list[Any]]:
     """Back-to-back calls on inputs 0..n-1 of the burst's own draw (fresh OS randomness the
     parent sends with each burst: no input the candidate saw before, so no output it could
     keep from a timed run or an earlier burst; each call its own input buffers, made
     beforehand), between "burst-ready" and "burst": the parent times them with its own
     clock. Their outputs are kept (the parent may check any of them). The call that sizes
-    them runs on inputs `wanted` of the draw, which no burst call takes."""
-    sets = [job_inputs.timing_inputs(module, job, wanted, draw)]
-    set_bytes = sum(x.numel() * x.element_size() for x in sets[0] if hasattr(x, "numel"))
-    first = as_list(call(*sets[0]))
-    per_call = set_bytes + output_bytes(first)
-    n = max(1, min(wanted, budget // max(per_call, 1)))
-    sets = []
+    them runs on inputs `wanted` of the draw, which no burst call takes.
+
+    `held`: every input set of this process's bursts so far (their sizing calls' too), which
+    the caller keeps alive until the outputs are revealed; their bytes come out of `budget`.
+    So no burst call's buffer sits at an address an earlier call saw: the allocator would
+    hand a freed set's addresses to the next one, and a candidate that does its real work
+    only on buffers it has not seen (30b_work_on_fresh_buffers.py) was cheap, and passed, on
+    a burst asked again."""
+    probe = job_inputs.timing_inputs(module, job, wanted, draw)
+    held.append(probe)
+    first = as_list(call(*probe))
+    per_call = _set_bytes(probe) + output_bytes(first)
+    del first
+    room = budget - sum(_set_bytes(s) for s in held)
+    n = max(1, min(wanted, room // max(per_call, 1)))
+    sets: list[list[Any]] = []
     states = []  # torch's generators as each run's inputs left them (random operators)
     for run in range(n):
         sets.append(job_inputs.timing_inputs(module, job, run, draw))
         states.append(rng_states(job.device))
+    held.extend(sets)
     synchronize()
     send("burst-ready", calls=n)
     if read_command() != ["go"]:
@@ -103,6 +114,10 @@ def run_burst(
     synchronize()
     send("burst", calls=n)
     return outs
+
+
+def _set_bytes(inputs: list[Any]) -> int:
+    return sum(x.numel() * x.element_size() for x in inputs if hasattr(x, "numel"))
 
 
 def rng_states(device: str) -> tuple[Any, Any]:

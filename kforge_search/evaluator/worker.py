@@ -326,6 +326,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
     channel.send("timing", timing=asdict(stats), runs=len(kept))
     command = timed_runs.read_command()
     burst: list[list[Any]] = []
+    held: list[list[Any]] = []  # every burst's inputs, alive until revealed: run_burst
     while command[:1] == ["burst"] and len(command) == 3:  # again on the parent's word
         import torch
 
@@ -338,7 +339,15 @@ def run_candidate(job: Job, channel: Channel) -> None:
         try:
             with torch.no_grad():
                 burst = timed_runs.run_burst(
-                    guarded.model, module, job, burst_draw, wanted, budget, channel.send, sync
+                    guarded.model,
+                    module,
+                    job,
+                    burst_draw,
+                    wanted,
+                    budget,
+                    channel.send,
+                    sync,
+                    held,
                 )
         except Exception as exc:
             guarded.check_world()
@@ -358,7 +367,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
         timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls, job.share_outputs)
         channel.send("revealed")
         command = timed_runs.read_command()
-    del kept, burst
+    del kept, burst, held
     if command[:1] == ["profile"]:
         channel.stage("profile")
         from kforge_search.evaluator.profile_child import profile_model

@@ -39,3 +39,30 @@ def test_the_same_run_draws_the_same_values_and_runs_differ():
     first, again, other = (timing_inputs(module, job, r)[0] for r in (2, 2, 3))
     assert torch.equal(first, again) and not torch.equal(first, other)
     assert not torch.equal(first, timing_inputs(module, dataclasses.replace(job, seed=6), 2)[0])
+
+
+def test_no_burst_call_gets_a_buffer_an_earlier_call_saw(monkeypatch):
+    """A burst asked again (timed_check.WALL_ATTEMPTS) must not hand the candidate buffers
+    at addresses it saw in an earlier burst or a sizing call: one that does its real work
+    only on buffers it has not seen (30b_work_on_fresh_buffers.py) would be cheap there.
+    The caller keeps every burst's inputs alive (`held`), so none is recycled."""
+    from kforge_search.evaluator import timed_runs
+
+    def get_inputs():
+        return [torch.randn(64, 64)]
+
+    module, job = types.SimpleNamespace(get_inputs=get_inputs), _job("cpu")
+    monkeypatch.setattr(timed_runs, "read_command", lambda: ["go"])
+    seen: list[int] = []
+
+    def call(x):
+        seen.append(x.data_ptr())
+        return x * 2.0
+
+    held: list = []
+    for draw in (11, 12, 13):  # three bursts, as a slow first one is asked again
+        outs = timed_runs.run_burst(call, module, job, draw, 4, 1 << 30, lambda *a, **k: None,
+                                    lambda: None, held)  # fmt: skip
+        assert len(outs) == 4
+    assert len(seen) == 3 * 5 and len(set(seen)) == len(seen)  # a sizing call + 4 each
+    assert len(held) == 15
