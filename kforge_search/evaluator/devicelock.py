@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_DIR_ENV = "KFORGE_LOCK_DIR"  # where the lock files live (default: <tmp>/kforge-locks)
-JOURNAL_ENV = "KFORGE_LOCK_JOURNAL"  # a file: each hold appended as "holder mode start end"
+JOURNAL_ENV = "KFORGE_LOCK_JOURNAL"  # a file: each hold as "holder mode start end [label]"
 
 
 def device_key(device: str) -> str:
@@ -74,6 +74,9 @@ class DeviceLock:
         self.mode = ""  # "", "shared" or "exclusive"
         self._since = 0.0
         self._waiting = False  # the intent held shared: a timing waits or runs
+        # what the holder is doing, for the journal ("problem:mode"): a lane wait of minutes
+        # then says whose hold it waited for
+        self.label = ""
 
     def hold(self, exclusive: bool, queue: bool = True) -> None:
         """`queue`: behind any writer already waiting (writer-preferring); a shared hold
@@ -141,8 +144,10 @@ class DeviceLock:
         self._let_intent_go()
         if journal := os.environ.get(JOURNAL_ENV):
             holder = f"{os.getpid()}:{id(self)}"
+            label = "".join(self.label.split())  # one field: no whitespace
             with open(journal, "a") as f:
-                f.write(f"{holder} {self.mode} {self._since:.6f} {end:.6f}\n")
+                f.write(f"{holder} {self.mode} {self._since:.6f} {end:.6f} {label}".rstrip())
+                f.write("\n")
         self.mode = ""
 
     def close(self) -> None:

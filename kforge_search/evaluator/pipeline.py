@@ -137,6 +137,7 @@ class Evaluator:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.config.compile_threads)
         spares = self.config.spare_child and not prefix
         lock = self._lock(job.device)  # shared, but exclusive while timing (devicelock.py)
+        lock.label = f"{job.problem.name}:{job.mode}"  # the journal's: whose hold it was
         try:
             lock.hold(exclusive=job.mode == "ncu")  # ncu's replays are timed throughout
             spare = self._spares.take(job.device, env) if spares else None

@@ -31,12 +31,13 @@ class Evaluation:
 
 @dataclass(frozen=True)
 class Hold:
-    """One hold of a device lock, a line of its journal: `holder mode start end`."""
+    """One hold of a device lock, a line of its journal: `holder mode start end [label]`."""
 
     holder: str
     mode: str  # "shared" (builds, verification) or "exclusive" (timed runs)
     start: float  # epoch seconds
     end: float
+    label: str = ""  # what held it: "problem:mode" (devicelock.DeviceLock.label)
 
 
 @dataclass(frozen=True)
@@ -96,15 +97,15 @@ class Window:
 
 
 def parse_journal(text: str) -> tuple[Hold, ...]:
-    """The holds of a lock journal; a line that is not `holder mode start end` (one cut short
-    by a kill) is skipped."""
+    """The holds of a lock journal; a line that is not `holder mode start end [label]` (one
+    cut short by a kill) is skipped."""
     holds = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) != 4 or parts[1] not in ("shared", "exclusive"):
+        if len(parts) not in (4, 5) or parts[1] not in ("shared", "exclusive"):
             continue
         try:
-            holds.append(Hold(parts[0], parts[1], float(parts[2]), float(parts[3])))
+            holds.append(Hold(parts[0], parts[1], float(parts[2]), float(parts[3]), *parts[4:]))
         except ValueError:
             continue
     return tuple(holds)

@@ -10,6 +10,7 @@ from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV, DeviceLock, device_key
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
+from kforge_search.search.throughput import parse_journal
 from tests.conftest import EXAMPLES
 
 
@@ -104,20 +105,25 @@ def test_two_evaluators_never_time_beside_the_others_work(tmp_path, monkeypatch)
     for thread in threads:
         thread.join(300)
     assert [r.status for r in results] == [Status.OK] * 4, [r.message for r in results]
-    holds = [line.split() for line in journal.read_text().splitlines()]
+    holds = parse_journal(journal.read_text())
+    assert len(holds) == len(journal.read_text().splitlines())  # every line a hold
     mine = f"{os.getpid()}:"  # the evaluators' holds; the others are their spares' warm-ups
-    holders = {h for h, *_ in holds if h.startswith(mine)}
+    holders = {h.holder for h in holds if h.holder.startswith(mine)}
     assert len(holders) == 2  # one lock per evaluator
-    spares = [mode for h, mode, *_ in holds if not h.startswith(mine)]
+    # each says whose work it was: the problem and the child's mode
+    labels = {h.label for h in holds if h.holder.startswith(mine)}
+    assert f"{problem.name}:candidate" in labels, labels
+    assert labels <= {f"{problem.name}:{mode}" for mode in ("candidate", "reference", "oracle")}
+    spares = [h.mode for h in holds if not h.holder.startswith(mine)]
     assert spares and set(spares) == {"shared"}  # a spare's warm-up holds it shared
-    exclusive = [(h, float(a), float(b)) for h, mode, a, b in holds if mode == "exclusive"]
+    exclusive = [h for h in holds if h.mode == "exclusive"]
     # each evaluator: two timings at least, and work between them
-    assert all(sum(e[0] == h for e in exclusive) >= 2 for h in holders)
-    assert {mode for _, mode, _, _ in holds} == {"shared", "exclusive"}
-    for holder, start, end in exclusive:
-        for other, mode, a, b in holds:
-            if other != holder:
-                assert float(b) <= start or float(a) >= end, (holder, start, end, other, mode)
+    assert all(sum(e.holder == h for e in exclusive) >= 2 for h in holders)
+    assert {h.mode for h in holds} == {"shared", "exclusive"}
+    for timed in exclusive:
+        for other in holds:
+            if other.holder != timed.holder:
+                assert other.end <= timed.start or other.start >= timed.end, (timed, other)
 
 
 def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
@@ -138,9 +144,10 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     finally:
         evaluator.close()
     assert baseline.ok and baseline.timing is not None and baseline.timing.runs > 0
-    holds = [line.split() for line in journal.read_text().splitlines()]
-    modes = [mode for h, mode, *_ in holds if h.startswith(f"{os.getpid()}:")]  # no spare's
-    assert modes == ["shared", "shared", "exclusive", "shared"]  # reference; baseline child
+    holds = parse_journal(journal.read_text())
+    mine = [h for h in holds if h.holder.startswith(f"{os.getpid()}:")]  # no spare's
+    assert [h.mode for h in mine] == ["shared", "shared", "exclusive", "shared"]
+    assert [h.label.rsplit(":", 1)[1] for h in mine] == ["reference"] + ["baseline"] * 3
 
 
 SLOW_TRIALS = """
