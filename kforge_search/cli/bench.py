@@ -103,6 +103,8 @@ def _bench_problem(
 ) -> tuple[Any, list[Any]]:
     """One problem's search and its bench row (and the parents it evaluated); progress to
     `log`."""
+    from rich.markup import escape
+
     from kforge_search.agents.builtin.ir import Unsupported
     from kforge_search.search.suite_bench import bench_row, search_problem
 
@@ -112,9 +114,11 @@ def _bench_problem(
         slowest = sorted(res.phases, key=lambda p: -p[1])[:4]
         where = ", ".join(f"{n} {s:.1f}" for n, s in slowest if s >= 0.05)
         where = f": {where}" if where else ""
+        # a failed draft's why, on the line: a log of a cut-short run is all that is left
+        why = "" if res.ok or not res.message else f" — {escape(res.message.splitlines()[0][:160])}"
         log.print(
             f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s{where})"
-            f" [dim]{parent.draft.note[:90]}[/]",
+            f" [dim]{escape(parent.draft.note[:90])}[/]{why}",
             highlight=False,
             soft_wrap=True,
         )

@@ -139,15 +139,22 @@ class BaselineTimer:
         self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
 
     def drive(
-        self, child: Any, alone: Callable[[bool], None], pause: Callable[[], object] = bool
+        self,
+        child: Any,
+        alone: Callable[[bool], None],
+        pause: Callable[[], object] = bool,
+        aside: Callable[[], object] = bool,
     ) -> None:
         """Events of the child (a sandbox.Child) until it ends; `alone(True)` before the
         first kind's timed runs, `alone(False)` after the last's ("timed": the child
         prepares every kind first, baseline_child.py, and times them in one hold);
-        `pause()` between two kinds' preparations (the lock's yield_to_timing)."""
+        `pause()` between two kinds' preparations and after a compile (the lock's
+        resume_work); `aside()` while a compile leaves the device alone (step_aside)."""
         probe: LoadProbe | None = None
         while (event := child.next_event()) is not None:
-            if event["type"] == "pause":
+            if event["type"] == "aside":
+                aside()
+            elif event["type"] == "pause":
                 child.resume_after(pause)
             elif event["type"] == "timed":
                 alone(False)

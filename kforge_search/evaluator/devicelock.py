@@ -131,6 +131,23 @@ class DeviceLock:
         self.hold(exclusive=False)
         return True
 
+    def step_aside(self) -> None:
+        """Let a shared hold go for work that leaves the device alone (a baseline child's
+        torch.compile: CPU only, up to minutes under load); `resume_work` takes it back. An
+        exclusive hold is kept: the timed runs stay alone. Compiling under the shared hold,
+        a baseline kept every timing of its GPU waiting (H200, level 1 at published sizes:
+        3_Batched's compile held it 130 s, 94_MSELoss's next candidate waited 131 s)."""
+        if self.mode == "shared":
+            self.release()
+
+    def resume_work(self) -> bool:
+        """At a safe point: hold shared again after `step_aside` (behind any timing that
+        waits), else let a waiting timing go first (yield_to_timing); True if it waited."""
+        if not self.mode:
+            self.hold(exclusive=False)
+            return True
+        return self.yield_to_timing()
+
     def _let_intent_go(self) -> None:
         if self._waiting:
             fcntl.flock(self._intent, fcntl.LOCK_UN)

@@ -363,7 +363,7 @@ class Evaluator:
                     self.config.baseline_tries,
                     platform.timing,
                 )
-                timer.drive(child, alone, lock.yield_to_timing)
+                timer.drive(child, alone, lock.resume_work, lock.step_aside)
             assert child.exit is not None
             return timer.results(f"{describe_exit(child.exit)}: {child.exit.output[-1500:]}")
         finally:

@@ -317,3 +317,32 @@ def test_each_gpu_is_a_timing_lane_of_its_own(tmp_path, monkeypatch):
     assert same.mode == "exclusive"
     for lock in (on_one, on_other, same):
         lock.close()
+
+
+def test_a_hold_that_steps_aside_lets_a_timing_in_and_queues_behind_it_to_come_back(tmp_path):
+    """A baseline child's compile is CPU work: its evaluator lets the shared hold go for it
+    (step_aside), so a timing that waits goes at once, and takes it back (resume_work)
+    behind that timing. An exclusive hold never steps aside."""
+    compiling, timing = DeviceLock("dev", tmp_path), DeviceLock("dev", tmp_path)
+    compiling.hold(exclusive=False)
+    timed = threading.Thread(target=timing.hold, args=(True,))
+    timed.start()
+    timed.join(0.3)
+    assert timed.is_alive()  # it waits for the shared hold
+    compiling.step_aside()
+    timed.join(5)
+    assert not timed.is_alive() and timing.mode == "exclusive" and compiling.mode == ""
+    back = threading.Thread(target=compiling.resume_work, daemon=True)
+    back.start()
+    back.join(0.3)
+    assert back.is_alive()  # behind the timing
+    timing.release()
+    back.join(5)
+    assert not back.is_alive() and compiling.mode == "shared"
+    assert compiling.resume_work() is False  # held, nobody waits: nothing to do
+    compiling.release()
+    timing.hold(exclusive=True)
+    timing.step_aside()
+    assert timing.mode == "exclusive"  # the timed runs keep the device
+    for lock in (compiling, timing):
+        lock.close()

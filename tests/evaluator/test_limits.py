@@ -203,3 +203,18 @@ def test_compile_threads_must_not_be_negative():
     with pytest.raises(ValueError, match="compile_threads"):
         EvalConfig(compile_threads=-1)
     assert EvalConfig(compile_threads=2).compile_threads == 2
+
+
+def test_a_baseline_compile_steps_off_the_lane_and_comes_back_before_it_runs(quiet_host):
+    """The child's compile is announced ("aside": the evaluator lets its shared hold go)
+    and followed by a safe point ("pause": the hold back, behind a waiting timing) before
+    the compiled graph runs; the timer passes both on."""
+    done = {"type": "baseline", "kind": "compile", "ok": True, "timing": _timing(1, 1, 1).__dict__}
+    child = _FakeChild(
+        [{"type": "aside"}, {"type": "pause", "back": "compiled"},
+         {"type": "warm", "kind": "compile"}, done, {"type": "timed"}]
+    )  # fmt: skip
+    calls = []
+    timer = BaselineTimer(("compile",), 1.5, 2)
+    timer.drive(child, calls.append, lambda: calls.append("back"), lambda: calls.append("aside"))
+    assert calls == ["aside", "back", True, False] and child.sent == ["go", "time", "next"]

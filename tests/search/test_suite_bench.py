@@ -549,3 +549,25 @@ def test_the_benchs_compile_workers_share_the_host_among_its_jobs_and_shards(mon
     assert compile_threads(1, 1) == 0  # alone: torch's default
     assert compile_threads(4, 3) == 5 and compile_threads(6, 1) == 10
     assert compile_threads(64, 4) == 1  # never none
+
+
+def test_the_progress_line_of_a_failed_draft_says_why(tmp_path, monkeypatch):
+    """A run cut short leaves its log: a failed draft's line carries its message's first
+    line (on the H200, REJECTED drafts of right kernels could not be told apart)."""
+    import dataclasses
+
+    from kforge_search.agents.builtin import BuiltinAgent
+
+    propose = BuiltinAgent.propose
+
+    def off_by_one(self, context):
+        wrong = "\n_forward = ModelNew.forward\nModelNew.forward = lambda s, *a: _forward(s, *a) + 1\n"
+        return [dataclasses.replace(d, source=d.source + wrong) for d in propose(self, context)]
+
+    monkeypatch.setattr(BuiltinAgent, "propose", off_by_one)
+    out = bench(tmp_path, "cpu-triton", "--sizes", "ci", "--budget", "1", "--match", "06_gemm")
+    assert out.exit_code == 0, out.output
+    (row,) = json.loads((tmp_path / "bench.json").read_text())["rows"]
+    assert not row["verified"] and row["message"], row
+    line = next(x for x in out.output.splitlines() if f"{row['status']} " in x and "(" in x)
+    assert f" — {row['message'][:40]}" in " ".join(out.output.split()), (line, row["message"])
