@@ -372,7 +372,7 @@ def bench_cmd(
         fail("--screen times genomes in this process: use it with --jobs 1")
     if screen < 0:
         fail(f"--screen {screen}: needs 0 (off) or more genomes")
-    plat = platform_or_fail(platform)
+    plat = platform_or_fail(platform, here=not merge)  # a merge runs nothing: any machine
     try:
         threads = compile_threads(jobs, _shard(shard)[1] if shard else 1)
         evaluator = Evaluator(EvalConfig(policy=policy, compile_threads=threads))

@@ -561,7 +561,9 @@ def test_the_progress_line_of_a_failed_draft_says_why(tmp_path, monkeypatch):
     propose = BuiltinAgent.propose
 
     def off_by_one(self, context):
-        wrong = "\n_forward = ModelNew.forward\nModelNew.forward = lambda s, *a: _forward(s, *a) + 1\n"
+        wrong = (
+            "\n_forward = ModelNew.forward\nModelNew.forward = lambda s, *a: _forward(s, *a) + 1\n"
+        )
         return [dataclasses.replace(d, source=d.source + wrong) for d in propose(self, context)]
 
     monkeypatch.setattr(BuiltinAgent, "propose", off_by_one)
@@ -571,3 +573,28 @@ def test_the_progress_line_of_a_failed_draft_says_why(tmp_path, monkeypatch):
     assert not row["verified"] and row["message"], row
     line = next(x for x in out.output.splitlines() if f"{row['status']} " in x and "(" in x)
     assert f" — {row['message'][:40]}" in " ".join(out.output.split()), (line, row["message"])
+
+
+def test_a_gpu_run_merges_on_a_machine_without_one(tmp_path):
+    """--merge runs nothing: a GPU run's shards make their table on a laptop (before, the
+    platform's check refused: 'cuda-triton cannot run on this machine'); a run asks for it."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    shutil.copy(PROBLEMS / "level2" / "01_gemm_bias_relu.py", suite)
+    row = BenchRow("01_gemm_bias_relu", "OK", 3.0, 2.0, 1.0, 2.0, "tf32x3", verified=True)
+    write_outputs(
+        [row], summarize([row]), tmp_path / "s0", {"policy": "strict", "platform": "cuda-triton"}
+    )
+    out = bench(tmp_path / "all", "cuda-triton", "--merge", str(tmp_path / "s0"), suite=suite)
+    assert out.exit_code == 0, out.output
+    (merged,) = json.loads((tmp_path / "all" / "bench.json").read_text())["rows"]
+    assert merged["verified"] and merged["speedup"] == 2.0
+    if not _has_cuda():
+        run = bench(tmp_path / "run", "cuda-triton", "--budget", "1", suite=suite)
+        assert run.exit_code != 0 and "cannot run on this machine" in run.output
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
