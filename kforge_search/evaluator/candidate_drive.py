@@ -116,6 +116,7 @@ class CandidateDrive:
         timing, runs, went, draw = TimingStats("", 0, 0.0, 0.0, 0.0), 0, 0.0, 0
         probe: LoadProbe | None = None  # the host's other load over the timed runs
         burst_draw, bursts = 0, 0  # the last burst's inputs' draw; bursts asked
+        tries = 1  # timings asked: one whose host clock shows hidden work is asked again
         chosen: tuple[list[int], list[int]] = ([], [])  # timed runs, burst calls checked
 
         def after_timing(result: EvalResult) -> EvalResult | None:
@@ -173,6 +174,12 @@ class CandidateDrive:
                 others = probe.others(extend=True) if probe is not None else 0.0
                 timing = replace(timing, host_others=round(others, 2))
                 if problem := timing_problem(timing, ""):
+                    if tries < timed_check.WALL_ATTEMPTS:  # the host's hiccup, maybe
+                        draw, tries = timed_check.draw(), tries + 1
+                        if host_timed(job.timing_method):
+                            probe = LoadProbe.start(child.pid)
+                        child.send(f"time {draw}")
+                        continue
                     return rejected(base, child, problem, correctness, timing)
                 burst_draw, bursts = timed_check.draw(), 1
                 child.send(f"burst {timed_check.burst_calls(timing)} {burst_draw}")

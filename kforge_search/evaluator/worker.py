@@ -311,20 +311,28 @@ def run_candidate(job: Job, channel: Channel) -> None:
 
     channel.stage("time")
     budget = timed_runs.keep_budget(job)
-    try:
-        stats, kept = time_model(guarded.model, module, job, clocks, draw, budget, per_run_bytes)
-    except Exception as exc:
+    kept: list[Any] = []
+    while True:  # again, on a fresh draw, where the parent asks (candidate_drive.py)
+        kept = []  # the last try's outputs go before the next try's are made
+        try:
+            stats, kept = time_model(
+                guarded.model, module, job, clocks, draw, budget, per_run_bytes
+            )
+        except Exception as exc:
+            guarded.check_world()
+            raise CandidateFailure(
+                "RUNTIME_ERROR",
+                f"forward raised {type(exc).__name__} while being timed: {exc}",
+                traceback=traceback.format_exc(),
+                reasons=out_of_memory.busy_reasons(exc),
+            ) from exc
+        guarded.check_harness()
         guarded.check_world()
-        raise CandidateFailure(
-            "RUNTIME_ERROR",
-            f"forward raised {type(exc).__name__} while being timed: {exc}",
-            traceback=traceback.format_exc(),
-            reasons=out_of_memory.busy_reasons(exc),
-        ) from exc
-    guarded.check_harness()
-    guarded.check_world()
-    channel.send("timing", timing=asdict(stats), runs=len(kept))
-    command = timed_runs.read_command()
+        channel.send("timing", timing=asdict(stats), runs=len(kept))
+        command = timed_runs.read_command()
+        if len(command) != 2 or command[0] != "time":
+            break
+        draw = int(command[1])
     burst: list[list[Any]] = []
     held: list[list[Any]] = []  # every burst's inputs, alive until revealed: run_burst
     while command[:1] == ["burst"] and len(command) == 3:  # again on the parent's word
