@@ -213,6 +213,7 @@ def harness_targets() -> list[tuple[str, Any, str]]:
             if callable(value) and getattr(value, "__module__", "") == module.__name__:
                 targets.append((f"{module.__name__}.{name}", module, name))
     targets += [(f"timing.METHODS[{k}]", timing.METHODS, k) for k in timing.METHODS]
+    targets += [("inputs._HANDED", inputs, "_HANDED")]  # what a burst's inputs must avoid
     return targets
 
 

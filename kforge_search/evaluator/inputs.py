@@ -122,6 +122,25 @@ def drawn(make: Any, device: str, seed: int) -> Any:
         return make()
 
 
+# The address of every tensor input drawn in this process: in a candidate's child, every
+# input the candidate was handed. A burst's inputs sit at none of them (fresh_timing_inputs):
+# a candidate that does its real work only on buffers it has not seen
+# (30b_work_on_fresh_buffers.py) is cheap on a recycled one, and where the allocator recycled
+# them was a matter of allocation order (burst output copies made beforehand let it through)
+_HANDED: set[int] = set()
+
+
+def _addresses(inputs: list[Any]) -> list[int]:
+    import torch
+
+    return [x.data_ptr() for x in inputs if isinstance(x, torch.Tensor) and x.numel()]
+
+
+def _noted(inputs: list[Any]) -> list[Any]:
+    _HANDED.update(_addresses(inputs))
+    return inputs
+
+
 def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
     inputs = list(drawn(module.get_inputs, job.device, job.trial_seed(trial)))
     if trial >= job.first_wide_trial:
@@ -129,7 +148,7 @@ def make_inputs(module: Any, job: Job, trial: int) -> list[Any]:
         inputs = [kind(x) for x in inputs]
     elif trial >= job.trials:
         inputs = [second_distribution(x) for x in inputs]
-    return list(to_device(inputs, job.device))
+    return _noted(list(to_device(inputs, job.device)))
 
 
 def draw_seed(draw: int, run: int) -> int:
@@ -146,5 +165,30 @@ def timing_inputs(module: Any, job: Job, run: int, draw: int | None = None) -> l
     there: fresh inputs come before every timed run, and a 1024x8192 randn on the CPU plus
     its copy took ~60 ms each, 3 s of a 10 s evaluation on the H100. The oracle draws the
     same way, so its outputs are those of the candidate's timed runs."""
+    return _noted(_timing_inputs(module, job, run, draw))
+
+
+def _timing_inputs(module: Any, job: Job, run: int, draw: int | None) -> list[Any]:
     seed = job.timing_seed(run) if draw is None else draw_seed(draw, run)
     return list(to_device(list(drawn(module.get_inputs, job.device, seed)), job.device))
+
+
+FRESH_TRIES = 4  # draws of one burst input set, at most, before one at a handed address stands
+
+
+def fresh_timing_inputs(
+    module: Any, job: Job, run: int, draw: int, held: list[list[Any]], room: int
+) -> list[Any]:
+    """timing_inputs at addresses no input drawn in this process had before: a set that
+    lands on one is kept in `held` (its memory stays taken, so the next draw goes elsewhere)
+    and drawn again, the same values, while its bytes fit `room` (at most FRESH_TRIES)."""
+    for _ in range(FRESH_TRIES - 1):
+        inputs = _timing_inputs(module, job, run, draw)
+        if not _HANDED.intersection(_addresses(inputs)):
+            return _noted(inputs)
+        size = sum(x.numel() * x.element_size() for x in inputs if hasattr(x, "numel"))
+        if size > room:
+            break
+        held.append(inputs)
+        room -= size
+    return timing_inputs(module, job, run, draw)

@@ -66,3 +66,59 @@ def test_no_burst_call_gets_a_buffer_an_earlier_call_saw(monkeypatch):
         assert len(outs) == 4
     assert len(seen) == 3 * 5 and len(set(seen)) == len(seen)  # a sizing call + 4 each
     assert len(held) == 15
+
+
+def test_no_burst_input_sits_where_an_input_the_candidate_was_handed_did(monkeypatch):
+    """The timed runs' inputs are freed run by run and the allocator hands their memory
+    out again: a burst drawn afterwards could get those addresses (30b_work_on_fresh_buffers
+    is cheap there), as allocation order decided. Each burst input set lands at an address
+    no input had before; the copies of its outputs are made before the parent's clock
+    starts (a 6 GiB clone inside it took the allocator's slow path on a crowded GPU)."""
+    from kforge_search.evaluator import inputs, timed_runs
+
+    def get_inputs():
+        return [torch.randn(64, 64)]
+
+    module, job = types.SimpleNamespace(get_inputs=get_inputs), _job("cpu")
+    monkeypatch.setattr(inputs, "_HANDED", set())
+    # the allocator's recycling, made certain: the first two draws of each burst set come
+    # back at addresses the candidate was handed (a timed run's inputs, freed and reused)
+    recycled = [timing_inputs(module, job, run, 5) for run in range(3)]
+    handed = {x[0].data_ptr() for x in recycled}
+    draw = inputs._timing_inputs
+    draws: list[int] = []
+
+    def drawn_where_handed(module, job, run, seed):
+        draws.append(run)
+        if seed == 11 and run < 4 and draws.count(run) <= 2:
+            return [recycled[(run + draws.count(run)) % 3][0]]
+        return draw(module, job, run, seed)
+
+    monkeypatch.setattr(inputs, "_timing_inputs", drawn_where_handed)
+    events: list[str] = []
+    monkeypatch.setattr(timed_runs, "read_command", lambda: events.append("go") or ["go"])
+    made = []
+    empty = timed_runs._empty
+
+    def made_before_go(shapes):
+        made.append(list(events))
+        return empty(shapes)
+
+    monkeypatch.setattr(timed_runs, "_empty", made_before_go)
+    seen: list[int] = []
+    mine = torch.empty(64, 64)
+
+    def call(x):  # one buffer of its own, every call
+        seen.append(x.data_ptr())
+        return mine.copy_(x * 2.0)
+
+    held: list = []
+    outs = timed_runs.run_burst(call, module, job, 11, 4, 1 << 30, lambda *a, **k: None,
+                                lambda: None, held)  # fmt: skip
+    assert len(seen) == 5 and not set(seen[1:]) & handed  # seen[0]: the sizing call
+    assert [draws.count(run) for run in range(4)] == [3] * 4  # two landed where handed
+    assert made == [[]] * 4  # every copy's memory before "go"
+    assert len({o[0].data_ptr() for o in outs} | {mine.data_ptr()}) == 5  # each its own
+    expected = [draw(module, job, run, 11)[0] * 2.0 for run in range(4)]
+    for out, want in zip(outs, expected, strict=True):
+        torch.testing.assert_close(out[0], want)
