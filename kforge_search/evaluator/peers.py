@@ -96,16 +96,19 @@ def check_kind(
     reference: dict[str, Any],
     reduced: bool,
     scales: Sequence[Sequence[float]] | None = None,
+    ran: Callable[[], object] = bool,
 ) -> tuple[tuple[PeerCheck, ...], str]:
     """(checks under each policy, note) for one kind: `run_trials` gives its outputs and
     buffers on the reference's trials; `reference` is what pipeline wrote for the child
     (outputs, buffers, exact, trial_ids, wide); `scales`: atol's factors for it
-    (verify.atol_scales, computed once per child). A reduced kind bitwise equal to the
-    reference gets no checks and the note SAME."""
+    (verify.atol_scales, computed once per child); `ran()` once the trials have run, before
+    the comparisons (where they are on the CPU, the child leaves the device lock for them).
+    A reduced kind bitwise equal to the reference gets no checks and the note SAME."""
     from kforge_search.evaluator.policy import POLICIES
     from kforge_search.evaluator.verify import compare_outputs
 
     outputs, buffers = run_trials()
+    ran()
     if reduced and same_outputs(reference["outputs"], outputs):
         return (), SAME
     checks = []

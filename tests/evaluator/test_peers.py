@@ -104,6 +104,31 @@ def test_a_kind_is_checked_under_each_policy_and_one_that_changes_nothing_is_no_
     assert checks[0].max_abs_err == pytest.approx(1e-3, rel=1e-3)
 
 
+def test_a_kinds_comparisons_come_after_the_word_that_its_trials_ran(monkeypatch):
+    """`ran()` between the kind's trials (device work) and the comparisons (on the CPU when
+    the reference is too large for the device: the baseline child leaves the lock there)."""
+    from kforge_search.evaluator import verify
+
+    ref = torch.randn(4, 16)
+    reference = {"outputs": [[ref]], "buffers": [{}], "exact": None, "trial_ids": [0],
+                 "wide": [], "plain": [0]}  # fmt: skip
+    order: list[str] = []
+    compare = verify.compare_outputs
+
+    def compared(*args, **kwargs):
+        order.append("compare")
+        return compare(*args, **kwargs)
+
+    monkeypatch.setattr(verify, "compare_outputs", compared)
+
+    def trials():
+        order.append("trials")
+        return [[ref + 1e-3]], [{}]
+
+    checks, _ = check_kind(trials, reference, reduced=False, ran=lambda: order.append("ran"))
+    assert order == ["trials", "ran", "compare", "compare"] and len(checks) == 2
+
+
 def test_the_precision_settings_are_restored():
     before = (torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32)
     with precision("tf32"):
