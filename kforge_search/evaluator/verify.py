@@ -7,7 +7,7 @@ float32 outputs with a float64 reference, when it is at least as close to the fl
 result as the float32 reference is (within SLACK_ULPS) and within tolerance of the float64
 result; and every element of an output whose largest distance to the float64 result is
 within FLOAT32_MARGIN times the float32 reference's (in that trial, where that is
-rounding-sized; on a wide-range or shifted trial EDGE_FLOAT32_MARGIN and EDGE_ROUNDING_SIZE):
+rounding-sized; on a wide-range or shifted trial EDGE_FLOAT32_MARGIN times, whatever its size):
 a candidate more exact than the reference is never rejected for it, nor one as exact that
 rounds differently element by element. On a wide-range trial atol is in units of the
 outputs' size there (`atol_scales`).
@@ -67,8 +67,12 @@ ROUNDING_SIZE = 1e-3  # the margin holds where that worst error is under this x 
 # in 7, these on 1 in 130 (docs/evaluator.md, test_edge_numerics.py). These trials are there
 # for overflow and lost digits (errors orders of magnitude over the reference's); TF32
 # operands were 21x or more there, ~1000x on the plain trials, where the bounds stay as above.
+# No rounding-size bound on them: where the inputs make float32 itself lose digits, the
+# reference's own error is what float32 does there. At KernelBench's published size
+# (97_ScaledDotProductAttention: rand x 100, D = 1024, logits ~8e4) torch's worst error
+# outgrew the 5e-3 of the output's largest value it once had to stay under, and every honest
+# kernel was then judged element by element against the tolerance: INCORRECT (H200).
 EDGE_FLOAT32_MARGIN = 16.0
-EDGE_ROUNDING_SIZE = 5e-3
 
 # Elements compared at once: a comparison's float64 temporaries (a dozen) take this x 8 bytes
 # each, whatever the output's size (a 32768 x 32768 output is 4 GiB in float32, 8 in float64:
@@ -132,9 +136,9 @@ def _as_exact(expected: Any, actual: Any, exact: Any, edge: bool = False) -> boo
     """Whether every element of the output passes the float64 rule for being as exact as the
     float32 reference: where the reference's largest distance to the float64 result `exact`
     (over the elements where both are finite) is rounding-sized against the output's largest
-    value there (ROUNDING_SIZE; on an `edge` trial EDGE_ROUNDING_SIZE), and the candidate's
-    largest distance there is within FLOAT32_MARGIN x the reference's (on an `edge` trial
-    EDGE_FLOAT32_MARGIN x). Whole-tensor maxima, taken piece by piece."""
+    value there (ROUNDING_SIZE), the candidate's largest distance there is within
+    FLOAT32_MARGIN x the reference's; on an `edge` trial, within EDGE_FLOAT32_MARGIN x the
+    reference's, whatever its size. Whole-tensor maxima, taken piece by piece."""
     import torch
 
     worst = scale = mine = 0.0
@@ -149,10 +153,9 @@ def _as_exact(expected: Any, actual: Any, exact: Any, edge: bool = False) -> boo
         worst = max(worst, ref_error[finite].max().item())
         scale = max(scale, x[finite].abs().max().item())
         mine = max(mine, _distance(a, x)[finite].max().item())
-    margin, rounding = (
-        (EDGE_FLOAT32_MARGIN, EDGE_ROUNDING_SIZE) if edge else (FLOAT32_MARGIN, ROUNDING_SIZE)
-    )
-    return worst <= rounding * scale and mine <= margin * worst
+    if edge:  # the reference's own error, however large, is what float32 does here
+        return mine <= EDGE_FLOAT32_MARGIN * worst
+    return worst <= ROUNDING_SIZE * scale and mine <= FLOAT32_MARGIN * worst
 
 
 def _float64_rule(a: Any, e: Any, x: Any, atol: float, rtol: float, as_exact: bool) -> Any:

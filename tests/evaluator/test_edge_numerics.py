@@ -148,3 +148,25 @@ def test_float64_rule_on_the_wide_trial_still_rejects_low_precision_and_overflow
     t["actual"][1][0] = t["expected"][1][0].clone()
     t["actual"][1][0][0, 0, 0] = float("nan")
     assert not judged(t, wide=[7])
+
+
+def test_where_the_reference_itself_loses_digits_the_edge_margin_still_holds():
+    """At KernelBench's published size (97_ScaledDotProductAttention: D = 1024, logits ~8e4)
+    torch's own worst error on the wide trial is over 5e-3 of the output's largest value;
+    under the bound it once had to stay under, every honest kernel was judged element by
+    element against the tolerance and failed (H200). Here the reference's error is scaled
+    past that: a candidate within EDGE_FLOAT32_MARGIN of it passes, one beyond does not,
+    and a plain trial keeps its rounding-size bound."""
+    t = trials(43, reordered)
+    r, x = t["expected"][1][0].double(), t["exact"][1][0]
+    top = x.abs().max().item()
+    grow = 0.02 * top / (r - x).abs().max().item()  # the reference's worst error: 2% of top
+    t["expected"][1][0] = (x + grow * (r - x)).float()
+    ref, _, _ = distances(t)
+    assert ref > 5e-3 * top  # premise: beyond the bound it had
+    t["actual"][1][0] = (x + (EDGE_FLOAT32_MARGIN - 1) * grow * (r - x).flip(-1)).float()
+    assert off_the_reference(t)  # premise: only the float64 rule can take it
+    assert judged(t, wide=[7])
+    assert not judged(t, wide=[])  # as a plain trial: the reference is no guide there
+    t["actual"][1][0] = (x + (EDGE_FLOAT32_MARGIN + 1) * grow * (r - x)).float()
+    assert not judged(t, wide=[7])
