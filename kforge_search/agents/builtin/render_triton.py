@@ -231,6 +231,10 @@ class StageWriter:
         """(lines making A, the rest of the stage)."""
         st, s, gn = self.stage, self.s, self.genome
         a_lines, a = r.a_operand(self.plan, st)
+        g = st.gemm
+        if gn.precision in K_MAJOR and isinstance(g.a, str) and not g.anchor and not g.window:
+            # a transposed input (`A.T @ B`) K-major too: free where it already is
+            a_lines = [*a_lines, f"{a} = {a}.contiguous()  # K-major rows for tf32 dots"]
         b_lines, layout = _b_operand(st, gn)
         rest = [
             f"# stage {s}: "
@@ -266,16 +270,30 @@ class StageWriter:
         return a_lines, rest
 
 
+# precisions whose dots run on tf32 tensor cores: Hopper's wgmma takes tf32 operands only
+# K-major (each row of A and each column of B with its K values contiguous). A B stored
+# [K, N] (N contiguous: `x @ W`, `A @ B`) made the H200's tf32 kernels run at 16% of the
+# roofline where a B stored [N, K] (`A @ B.T`) ran at 83%, and a transposed A at 13%
+# (KernelBench level 1: 1_Square 1.78 ms, 17_transposed_B 0.335 ms, 16_transposed_A
+# 2.16 ms); bf16 operands are read either way
+K_MAJOR = ("tf32", "tf32rn", "tf32x3")
+
+
 def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
     g, s = stage.gemm, stage.index
     if g.anchor or g.window is not None:  # no B: the B pointer is a{s}, never read
         return [f"w{s} = a{s}"], "kn"
     layout, derive = g.b_layout, ""
+    k_major = genome.precision in K_MAJOR
     if g.b.startswith("self.") and not g.batched:
-        if genome.weight_layout == "kn" and layout == "nk":
+        if genome.weight_layout == "kn" and layout == "nk" and not k_major:
             derive, layout = ".t().contiguous()", "kn"
+        elif k_major and layout == "kn":  # a K-major copy, made once and cached
+            derive, layout = ".t().contiguous()", "nk"
         if genome.precision == "bf16":
             derive += ".to(torch.bfloat16)"
+    elif k_major and layout == "kn":  # an input or a computed value: its K-major copy per call
+        return [f"w{s} = {g.b}.transpose(-1, -2).contiguous()"], "nk"
     if not derive:
         return [f"w{s} = {g.b}"], layout
     return [f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w{derive})'], layout
