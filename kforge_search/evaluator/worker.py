@@ -289,6 +289,18 @@ def native_failure(native: native_audit.NativeAudit | None) -> None:
         raise rejected(native_audit.REASON, message)
 
 
+def forward_failed(guarded: Guarded, exc: Exception, where: str) -> CandidateFailure:
+    """RUNTIME_ERROR for a forward that raised `where` ("while being timed"), after the
+    world guard's check (a refused operation is the candidate's rejection, not this)."""
+    guarded.check_world()
+    return CandidateFailure(
+        "RUNTIME_ERROR",
+        f"forward raised {type(exc).__name__} {where}: {exc}",
+        traceback=traceback.format_exc(),
+        reasons=out_of_memory.busy_reasons(exc),
+    )
+
+
 def run_candidate(job: Job, channel: Channel) -> None:
     clocks = capture_clocks(job.device)
     module = exec_problem(job.problem)
@@ -319,13 +331,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
                 guarded.model, module, job, clocks, draw, budget, per_run_bytes
             )
         except Exception as exc:
-            guarded.check_world()
-            raise CandidateFailure(
-                "RUNTIME_ERROR",
-                f"forward raised {type(exc).__name__} while being timed: {exc}",
-                traceback=traceback.format_exc(),
-                reasons=out_of_memory.busy_reasons(exc),
-            ) from exc
+            raise forward_failed(guarded, exc, "while being timed") from exc
         guarded.check_harness()
         guarded.check_world()
         channel.send("timing", timing=asdict(stats), runs=len(kept))
@@ -358,13 +364,7 @@ def run_candidate(job: Job, channel: Channel) -> None:
                     held,
                 )
         except Exception as exc:
-            guarded.check_world()
-            raise CandidateFailure(
-                "RUNTIME_ERROR",
-                f"forward raised {type(exc).__name__} in back-to-back calls: {exc}",
-                traceback=traceback.format_exc(),
-                reasons=out_of_memory.busy_reasons(exc),
-            ) from exc
+            raise forward_failed(guarded, exc, "in back-to-back calls") from exc
         guarded.check_harness()
         guarded.check_world()
         command = timed_runs.read_command()
