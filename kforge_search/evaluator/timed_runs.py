@@ -96,8 +96,9 @@ def run_burst(
     n = max(1, min(wanted, room // max(per_call, 1)))
     sets: list[list[Any]] = []
     states = []  # torch's generators as each run's inputs left them (random operators)
-    for run in range(n):  # none at an address the candidate was handed before
-        room = budget - sum(_set_bytes(s) for s in held) - (n - run) * per_call
+    for run in range(n):  # none at an address the candidate was handed before; what a
+        # set that landed on one keeps taken comes out of what the burst's n calls leave
+        room = budget - sum(_set_bytes(s) for s in held) - n * per_call
         sets.append(job_inputs.fresh_timing_inputs(module, job, run, draw, held, room))
         states.append(rng_states(job.device))
     held.extend(sets)
