@@ -131,8 +131,9 @@ def prepare_baseline(job: Job, module: Any, kind: str, reference: Any, channel: 
 
         reduced = precision != peers.FP32
         # a reference too large for the device (verify.placed) is compared on the CPU, the
-        # device idle: the lock goes for it (3_Batched at its published size, 12 GiB with
-        # its float64 copies: the baseline child held the lock shared for 120-150 s)
+        # device idle: the lock goes for it (3_Batched at its published size, ~12 GiB with
+        # its float64 copies: its baseline child held the lock shared for 120-153 s with
+        # its compiles already off it, most likely here)
         off = where == "cpu" and job.device.startswith("cuda")
         aside = (lambda: channel.send("aside")) if off else bool
         checks, note = peers.check_kind(

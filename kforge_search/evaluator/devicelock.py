@@ -133,10 +133,10 @@ class DeviceLock:
 
     def step_aside(self) -> None:
         """Let a shared hold go for work that leaves the device alone (a baseline child's
-        torch.compile: CPU only, up to minutes under load); `resume_work` takes it back. An
-        exclusive hold is kept: the timed runs stay alone. Compiling under the shared hold,
-        a baseline kept every timing of its GPU waiting (H200, level 1 at published sizes:
-        3_Batched's compile held it 130 s, 94_MSELoss's next candidate waited 131 s)."""
+        torch.compile, its comparisons on the CPU: minutes under load); `resume_work` takes
+        it back. An exclusive hold is kept: the timed runs stay alone. A baseline's shared
+        hold kept every timing of its GPU waiting (H200, level 1 at published sizes:
+        3_Batched's held it 120-153 s, 94_MSELoss's next candidate waited 131 s)."""
         if self.mode == "shared":
             self.release()
 
