@@ -10,11 +10,12 @@
 # OUT/shardI/ holds each shard's run (again with --resume), OUT/shardI.log its progress,
 # OUT/all/ the merged bench.json, bench.csv and best/. KFORGE_SHARD_SECONDS stops the shards
 # after that many seconds (SIGINT, SIGKILL 20 s later: the rows so far stand; run again to
-# go on).
+# go on). To go on from a merged table with the shards sharing what is left evenly, give a
+# new OUT and `--rest-of EARLIER/all`: its rows join the new table.
 set -u
 py=${PYTHON:-$(command -v python || command -v python3)}
 if [ $# -lt 3 ]; then
-    sed -n 2,13p "$0" | cut -c3- >&2
+    sed -n 2,15p "$0" | cut -c3- >&2
     exit 2
 fi
 out=$1

@@ -287,6 +287,14 @@ def bench_cmd(
             "the suite none of them has is NOT_RUN (counted 1.0x over all)"
         ),
     ] = None,
+    rest_of: Annotated[
+        str | None,
+        typer.Option(
+            help="an earlier run's OUT folder: run only the problems it has no row for (or one "
+            "to run again), before --shard splits them, so shards resuming a cut-short run "
+            "share what is left evenly; with --merge its rows join the table"
+        ),
+    ] = None,
     search_efficiency: Annotated[
         bool,
         typer.Option(
@@ -346,7 +354,8 @@ def bench_cmd(
 
         _refuse_with_throughput(set=bool(overrides), resume=resume, screen=bool(screen),
                                 search_efficiency=search_efficiency, jobs=jobs != 1,
-                                shard=shard is not None, merge=bool(merge))  # fmt: skip
+                                shard=shard is not None, merge=bool(merge),
+                                rest_of=rest_of is not None)  # fmt: skip
         for name, value in (("--budget", budget), ("--lineages", lineages)):
             if value is not None and value < 1:
                 fail(f"{name} {value}: needs at least 1")
@@ -379,19 +388,32 @@ def bench_cmd(
     except ValueError as exc:
         fail(str(exc))
     problems, skipped = suite_problems(suite, sizes, parse_overrides(overrides), match)
-    if shard is not None:
-        index, count = _shard(shard)
-        problems = problems[index::count]
+    sources = [*(merge or []), *([rest_of] if rest_of and merge else [])]
     try:
+        if rest_of and not merge:
+            if not (Path(rest_of) / "bench.json").exists():
+                fail(f"--rest-of {rest_of}: no {Path(rest_of) / 'bench.json'}")
+            earlier = load_rows(Path(rest_of) / "bench.json", policy, plat.name)
+            problems = [p for p in problems if p.name not in earlier]
+            if not problems:
+                err.print(f"nothing to run: {rest_of} has a row for every problem")
+                evaluator.close()
+                return
+        if shard is not None:
+            index, count = _shard(shard)
+            problems = problems[index::count]
         done = load_rows(Path(out) / "bench.json", policy, plat.name) if resume else {}
-        for folder in merge or []:
+        for folder in sources:
             if not (Path(folder) / "bench.json").exists():
-                fail(f"--merge {folder}: no {Path(folder) / 'bench.json'}")
+                flag = (
+                    "--rest-of" if folder == rest_of and folder not in (merge or []) else "--merge"
+                )
+                fail(f"{flag} {folder}: no {Path(folder) / 'bench.json'}")
             kept = load_rows(Path(folder) / "bench.json", policy, plat.name)
             done.update({name: row for name, row in kept.items() if name not in done})
             _copy_best(Path(folder), Path(out), kept)
     except BenchError as exc:
-        fail(str(exc), "use another --out, or leave out --resume / --merge to start over")
+        fail(str(exc), "use another --out, or leave out --resume / --merge / --rest-of")
     for line in skipped:
         err.print(f"[yellow]skipped[/] {line}", highlight=False, soft_wrap=True)
     if not problems:
@@ -404,8 +426,9 @@ def bench_cmd(
     if merge:
         evaluator.close()
         rows = [done.get(p.name) or not_run_row(p) for p in problems]
-        meta = {"suite": suite, "platform": plat.name, "policy": policy, "merged": merge,
-                "device": ", ".join(sorted({_device_of(Path(f)) for f in merge}))}  # fmt: skip
+        devices = sorted({_device_of(Path(f)) for f in sources} - {""})
+        meta = {"suite": suite, "platform": plat.name, "policy": policy, "merged": sources,
+                "device": ", ".join(devices)}  # fmt: skip
         summary = summarize(rows)
         paths = write_outputs(rows, summary, Path(out), meta)
         _emit(rows, fmt)
@@ -429,6 +452,7 @@ def bench_cmd(
             "sizes": sizes or "default",
             "shard": shard or "",
             "merged": list(merge or []),
+            "rest_of": rest_of or "",
             "device": device,
             "seconds": round(time.monotonic() - started, 1),
             "complete": complete,

@@ -598,3 +598,38 @@ def _has_cuda() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+def test_rest_of_an_earlier_run_is_shared_evenly_by_the_shards_and_merged_with_it(tmp_path):
+    """--rest-of FOLDER drops the problems an earlier run has rows for before --shard splits
+    the suite: a run cut short goes on with every shard taking a fair part of what is left
+    (by position in the whole suite, one shard had 9 left and another none). With --merge
+    its rows join the table."""
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    names = ["01_gemm_bias_relu", "02_gemm_gelu_scale", "03_gemm_swish_bias"]
+    for name in names:
+        shutil.copy(PROBLEMS / "level2" / f"{name}.py", suite)
+    meta = {"policy": "strict", "platform": "cpu-triton"}
+    rows = {n: BenchRow(n, "OK", 3.0, 2.0, 1.0, 2.0, "ieee", verified=True) for n in names}
+    earlier = tmp_path / "earlier"
+    write_outputs([rows[names[0]]], summarize([rows[names[0]]]), earlier, meta)
+    for i in range(2):  # each shard's folder already holds the rows of both others
+        write_outputs([rows[names[1]], rows[names[2]]], summarize(list(rows.values())),
+                      tmp_path / f"s{i}", meta)  # fmt: skip
+        out = bench(tmp_path / f"s{i}", "cpu-triton", "--shard", f"{i}/2", "--resume",
+                    "--rest-of", str(earlier), suite=suite)  # fmt: skip
+        assert out.exit_code == 0, out.output
+        kept = json.loads((tmp_path / f"s{i}" / "bench.json").read_text())["rows"]
+        assert [r["problem"] for r in kept] == [names[1 + i]]  # of the two left, one each
+    merged = bench(tmp_path / "all", "cpu-triton", "--merge", str(tmp_path / "s0"), "--merge",
+                   str(tmp_path / "s1"), "--rest-of", str(earlier), suite=suite)  # fmt: skip
+    assert merged.exit_code == 0, merged.output
+    data = json.loads((tmp_path / "all" / "bench.json").read_text())
+    assert [r["problem"] for r in data["rows"]] == names and data["summary"]["not_run"] == 0
+    whole = tmp_path / "whole"
+    write_outputs(list(rows.values()), summarize(list(rows.values())), whole, meta)
+    nothing = bench(tmp_path / "x", "cpu-triton", "--rest-of", str(whole), suite=suite)
+    assert nothing.exit_code == 0 and "nothing to run" in nothing.output, nothing.output
+    missing = bench(tmp_path / "y", "cpu-triton", "--rest-of", str(tmp_path / "z"), suite=suite)
+    assert missing.exit_code != 0 and "--rest-of" in missing.output
