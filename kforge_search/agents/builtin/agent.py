@@ -20,7 +20,7 @@ from kforge_search.agents.builtin.render_cpp import render_cpp
 from kforge_search.agents.builtin.render_triton import render_triton
 from kforge_search.agents.builtin.rewrite import NOTES, rewrite
 from kforge_search.agents.builtin.trace import trace_problem
-from kforge_search.agents.builtin.triton_kernels import presplit_capable, tma_capable
+from kforge_search.agents.builtin.triton_kernels import presplit_capable, splittable, tma_capable
 from kforge_search.evaluator.result import Status
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -38,7 +38,7 @@ def analyze(problem: Problem) -> Plan | Unsupported:
 
 
 # Genes that change nothing unless the plan has a tail (statistics after the GEMM) ...
-TAIL_GENES = frozenset({"pass_block", "pass_warps"})
+TAIL_GENES = frozenset({"pass_block", "pass_warps", "pass_programs"})
 # ... or a tail that one tile can hold (not segmented statistics).
 FUSE_GENES = frozenset({"placement", "fuse_limit"})
 X3_GENES = frozenset({"x3", "promote"})  # how a tf32x3 dot is made
@@ -60,6 +60,8 @@ def relevant_genes(plan: Plan, genome: Genome) -> frozenset[str]:
         names -= {"precision"} | X3_GENES
     if not any(st.tail for st in plan.stages):
         names -= TAIL_GENES
+    if not any(st.tail and splittable(plan, st) for st in plan.stages):
+        names -= {"pass_programs"}
     if not any(st.tail and st.fusable for st in plan.stages):
         names -= FUSE_GENES
     if not any(tma_capable(st) for st in plan.stages):

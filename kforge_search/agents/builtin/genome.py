@@ -56,6 +56,9 @@ class TritonGenome:
     fuse_limit: int = 256  # the longest row (or column) a fused tile may span
     pass_block: int = 1024  # elements per step of the second pass
     pass_warps: int = 4
+    # a row pass with fewer (row, segment) programs than this walks each in parts, one
+    # kernel per statistic (triton_kernels.split_pass_kernels); 0: never
+    pass_programs: int = 512
     x3: str = "triton"  # tf32x3 only: X3_SPLITS
     promote: int = 4  # x3=presplit and bf16x3: k blocks per tensor-core partial sum
 
@@ -69,6 +72,8 @@ class TritonGenome:
         _pow2(self.pass_block, 64, 8192, "pass_block")
         _pow2(self.pass_warps, 1, 16, "pass_warps")
         _pow2(self.promote, 1, 64, "promote")
+        if self.pass_programs:
+            _pow2(self.pass_programs, 16, 4096, "pass_programs")
         if not 1 <= self.group_m <= 64 or not 1 <= self.num_stages <= 8:
             raise ValueError(f"group_m={self.group_m}, num_stages={self.num_stages}: 1-64, 1-8")
         if self.precision not in PRECISIONS:
@@ -132,6 +137,7 @@ TRITON_SPACE: dict[str, tuple[Any, ...]] = {
     "fuse_limit": (64, 128, 256, 512),
     "pass_block": (256, 512, 1024, 2048, 4096),
     "pass_warps": (2, 4, 8),
+    "pass_programs": (0, 256, 512, 1024),
     "x3": X3_SPLITS,
     "promote": (1, 2, 4, 8),
 }

@@ -15,6 +15,8 @@ from kforge_search.agents.builtin.triton_kernels import (
     low_dot,
     pass_kernel,
     promoted,
+    split_pass_kernels,
+    splittable,
     uses_presplit,
     uses_tma,
 )
@@ -199,12 +201,48 @@ class StageWriter:
             segments = "G" if st.segmented else "1"
             block = f"min({gn.pass_block}, max(16, triton.next_power_of_2({seg})))"
             consts = f"BLOCK=pass_block, num_warps={gn.pass_warps}"
-            return [f"pass_block = {block}", _launch(kernel, f"(R, {segments})", [], sizes, consts)]
+            launch = _launch(kernel, f"(R, {segments})", [], sizes, consts)
+            if not gn.pass_programs or one or not splittable(self.plan, st):
+                return [f"pass_block = {block}", launch]
+            parts = self._split_pass(st, leaves, kernel.name, segments, seg, sizes, consts, launch)
+            return [f"pass_block = {block}", *parts]
         consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
         batched = st.batched_cols and not one
         sizes.append("BR" if batched else "R")  # the rows each program walks
         grid = "(1, 1)" if one else f"(triton.cdiv(NC{s}, 32), {'R // BR' if batched else 1})"
         return [_launch(kernel, grid, [], sizes, consts)]
+
+    def _split_pass(
+        self, st: StagePlan, leaves: set[int], name: str, segments: str, seg: str,
+        sizes: list[str], consts: str, launch: str,
+    ) -> list[str]:  # fmt: skip
+        """A row pass in parts where it has fewer (row, segment) programs than the genome's
+        `pass_programs` and rows of 16 blocks or more (split_pass_kernels), else `launch`:
+        parts a power of two, each at least 8 blocks of the row, at most 256."""
+        s, gn = self.s, self.genome
+        kernels, spaces = split_pass_kernels(self.plan, st, self.names, name, leaves)
+        self.kernels += kernels
+        parts, chunk = f"parts_{name}", f"chunk_{name}"
+        fewer = f"max(1, {gn.pass_programs} // max(1, R * {segments}))"
+        longer = f"max(1, triton.cdiv({seg}, 8 * pass_block))"
+        grid = f"(R, {segments}, {parts})"
+        return [
+            f"{parts} = min(1 << ({fewer}.bit_length() - 1), "
+            f"1 << ({longer}.bit_length() - 1), 256)",
+            f"if {parts} > 1:",
+            f"    {chunk} = triton.cdiv(triton.cdiv({seg}, {parts}), pass_block) * pass_block",
+            *(
+                f"    {w} = torch.empty(R * {segments} * {parts}, device=a{s}.device, "
+                f"dtype=torch.{dtype})"
+                for w, dtype in spaces
+            ),
+            *(
+                "    " + _launch(k, grid, [], [*sizes, chunk], f"{consts}, PARTS={parts}")
+                for k in kernels
+            ),
+            "else:",
+            f"    {launch}",
+        ]
 
     def fused_lines(self, leaves: set[int]) -> list[str]:
         st, s, gn = self.stage, self.s, self.genome

@@ -3,6 +3,7 @@ fused tail or split-K modes) and the second pass over rows or columns, from temp
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -160,6 +161,49 @@ def _window_vars(stage: StagePlan) -> dict[str, object] | None:
 
 
 def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]) -> Kernel:
+    steps, params = _pass_steps(plan, stage, names, leaves)
+    source = r.render_template(
+        f"triton/{stage.axis}s.py.j2", name=name, params=params.names, steps=steps
+    )
+    return Kernel(name, source, tuple(params.names))
+
+
+def splittable(plan: Plan, stage: StagePlan) -> bool:
+    """Whether a row pass can walk each (row, segment) in parts (split_pass_kernels): its
+    statistics are sums, maxima and minima (each part's result combines), no scan."""
+    return stage.axis == "row" and not any(isinstance(plan.graph.node(n), Scan) for n in stage.tail)
+
+
+def split_pass_kernels(
+    plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]
+) -> tuple[list[Kernel], list[tuple[str, str]]]:
+    """A row pass as one kernel per statistic and a last one, each program walking one part
+    of a (row, segment): kernel k combines the statistics before k from the parts' results
+    (a workspace per statistic, `pws<node>`), then stores its part's result for statistic k;
+    the last combines them all and makes its part's outputs. A pass over a few long rows
+    (LayerNorm of 16 rows of 4M elements: 16 programs, 1% of the H200's roofline) gets
+    parts x more programs; each statistic's walk reads the row once, as in one kernel.
+    Returns the kernels and the workspaces (name, torch dtype: float64, the sums' own)."""
+    steps, params = _pass_steps(plan, stage, names, leaves)
+    stats = [i for i, step in enumerate(steps) if step.kind == "stat"]
+    ws = [f"pws{steps[i].node}" for i in stats]
+    kernels = []
+    for k, last in enumerate([*stats, len(steps)]):
+        mine = [
+            dataclasses.replace(step, kind="stat_load") if step.kind == "stat" else step
+            for step in steps[:last]
+        ] + ([steps[last]] if last < len(steps) else [])  # the last: every statistic loaded
+        own = f"{name}_part{k}" if last < len(steps) else f"{name}_final"
+        source = r.render_template(
+            "triton/rows_split.py.j2", name=own, params=[*params.names, *ws], steps=mine
+        )
+        kernels.append(Kernel(own, source, (*params.names, *ws)))
+    return kernels, [(w, "float64") for w in ws]  # maxima and minima convert exactly
+
+
+def _pass_steps(
+    plan: Plan, stage: StagePlan, names: Names, leaves: set[int]
+) -> tuple[list[Step], Params]:
     graph, dialect = plan.graph, stage.axis
     params = Params()
     lines = Lines(graph, dialect, names, params, leaves)
@@ -209,10 +253,7 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
         _, loop = split(r.schedule(graph, vector_outs, have, leaves))
         body = [lines.compute(n) for n in loop] + [lines.store(n) for n in vector_outs]
         steps.append(Step("final", "\n".join(body)))
-    source = r.render_template(
-        f"triton/{dialect}s.py.j2", name=name, params=params.names, steps=steps
-    )
-    return Kernel(name, source, tuple(params.names))
+    return steps, params
 
 
 def _scan_step(

@@ -3,9 +3,10 @@ ahead-of-time path: source -> TTIR -> TTGIR -> PTX -> cubin with the bundled ptx
 
 `python -m tests.agents.builtin.aot CANDIDATE.py [--arch 90]` prints one line per kernel and exits 1
 if any fails. Run it in a process where Triton is not interpreted. Argument types come from
-the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers (b_ptr is bf16 when the
-draft casts its weight), c<k> fp32 scalars, the rest int32; constexprs get the values the
-forward would pass for a typical size; TMA descriptors (a_desc, b_desc) the BLOCK_* tiles.
+the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers, pws<k> fp64 ones
+(b_ptr is bf16 when the draft casts its weight), c<k> fp32 scalars, the rest int32;
+constexprs get the values the forward would pass for a typical size; TMA descriptors
+(a_desc, b_desc) the BLOCK_* tiles.
 A weight split into bf16 hi + lo (bf16x3) makes b_ptr and _kf_split's out_ptr bf16 too.
 `--dtype float16` (or bfloat16): a program of that dtype, whose leaves t<k>, GEMM operands
 (A but where the kernel says it is a float32 value stored) and output buffer (the one the
@@ -24,7 +25,7 @@ from typing import Any
 CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
     "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
-    "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False, "LOWP_IN_FP32": False,
+    "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False, "LOWP_IN_FP32": False, "PARTS": 4,
 }  # fmt: skip
 LOW = {"float16": "fp16", "bfloat16": "bf16"}
 
@@ -44,6 +45,8 @@ def arg_type(name: str, bf16_weight: bool, low: dict[str, str] | None = None) ->
         return f"*{low[name]}"
     if name in ("b_ptr", "out_ptr") and bf16_weight:  # out_ptr: _kf_split's bf16 pair
         return "*bf16"
+    if re.fullmatch(r"pws\d+", name):  # a split row pass's workspace (split_pass_kernels)
+        return "*fp64"
     if name.endswith("_ptr") or re.fullmatch(r"[tb]\d+", name):
         return "*fp32"
     if re.fullmatch(r"c\d+", name):
