@@ -151,3 +151,21 @@ def test_kernelbench_level1_verifies_at_ci_sizes(verify, platform):
         if not result.ok:
             failed[path.name] = result.message
     assert not failed, failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_family_verifies_with_its_row_passes_in_parts(verify, tmp_path, case):
+    """Every family with each splittable row pass cut into parts of one chunk (the forward's
+    8-chunk minimum lowered in the source: the interpreter's rows are short), so that the
+    split kernels (triton_kernels.split_pass_kernels) of every pass structure run: column
+    statistics first, segments then whole rows, statistics over the batch, low dtypes."""
+    name, forward, inputs, init = case
+    small = INTERPRETER_INPUTS.get(name, inputs), INTERPRETER_INIT.get(name, init)
+    problem = _problem(tmp_path, (name, forward, *small))
+    genome = TritonGenome(block_m=16, block_n=64, pass_block=64, pass_programs=4096)
+    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), genome, "test")
+    assert not hasattr(draft, "message"), draft
+    assert "8 * pass_block" in draft.source or "_part0" not in draft.source
+    result = verify(draft.source.replace("8 * pass_block", "pass_block"), problem)
+    assert result.ok, result.message
