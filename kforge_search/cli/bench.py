@@ -212,6 +212,17 @@ def _shard(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
+def _rows_of(folder: str, flag: str, policy: str, platform: str) -> dict[str, Any]:
+    """The kept rows of another run's OUT folder (given with `flag`), else a clear error."""
+    from kforge_search.cli.common import fail
+    from kforge_search.search.suite_bench import load_rows
+
+    path = Path(folder) / "bench.json"
+    if not path.exists():
+        fail(f"{flag} {folder}: no {path}")
+    return load_rows(path, policy, platform)
+
+
 def _copy_best(folder: Path, out: Path, rows: dict[str, Any]) -> None:
     """A merged run's best kernels (folder/best/) beside this run's."""
     for name, row in rows.items():
@@ -391,9 +402,7 @@ def bench_cmd(
     sources = [*(merge or []), *([rest_of] if rest_of and merge else [])]
     try:
         if rest_of and not merge:
-            if not (Path(rest_of) / "bench.json").exists():
-                fail(f"--rest-of {rest_of}: no {Path(rest_of) / 'bench.json'}")
-            earlier = load_rows(Path(rest_of) / "bench.json", policy, plat.name)
+            earlier = _rows_of(rest_of, "--rest-of", policy, plat.name)
             problems = [p for p in problems if p.name not in earlier]
             if not problems:
                 err.print(f"nothing to run: {rest_of} has a row for every problem")
@@ -404,12 +413,8 @@ def bench_cmd(
             problems = problems[index::count]
         done = load_rows(Path(out) / "bench.json", policy, plat.name) if resume else {}
         for folder in sources:
-            if not (Path(folder) / "bench.json").exists():
-                flag = (
-                    "--rest-of" if folder == rest_of and folder not in (merge or []) else "--merge"
-                )
-                fail(f"{flag} {folder}: no {Path(folder) / 'bench.json'}")
-            kept = load_rows(Path(folder) / "bench.json", policy, plat.name)
+            kept = _rows_of(folder, "--rest-of" if folder == rest_of else "--merge", policy,
+                            plat.name)  # fmt: skip
             done.update({name: row for name, row in kept.items() if name not in done})
             _copy_best(Path(folder), Path(out), kept)
     except BenchError as exc:
