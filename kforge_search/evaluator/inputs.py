@@ -173,6 +173,11 @@ def _timing_inputs(module: Any, job: Job, run: int, draw: int | None) -> list[An
     return list(to_device(list(drawn(module.get_inputs, job.device, seed)), job.device))
 
 
+def set_bytes(inputs: list[Any]) -> int:
+    """Bytes of an input set's tensors."""
+    return sum(x.numel() * x.element_size() for x in inputs if hasattr(x, "numel"))
+
+
 FRESH_TRIES = 4  # draws of one burst input set, at most, before one at a handed address stands
 
 
@@ -186,7 +191,7 @@ def fresh_timing_inputs(
         inputs = _timing_inputs(module, job, run, draw)
         if not _HANDED.intersection(_addresses(inputs)):
             return _noted(inputs)
-        size = sum(x.numel() * x.element_size() for x in inputs if hasattr(x, "numel"))
+        size = set_bytes(inputs)
         if size > room:
             break
         held.append(inputs)

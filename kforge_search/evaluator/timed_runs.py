@@ -89,16 +89,16 @@ def run_burst(
     probe = job_inputs.timing_inputs(module, job, wanted, draw)
     held.append(probe)
     first = as_list(call(*probe))
-    per_call = _set_bytes(probe) + output_bytes(first)
+    per_call = job_inputs.set_bytes(probe) + output_bytes(first)
     shapes = [(t.shape, t.dtype, t.device) for t in first]
     del first
-    room = budget - sum(_set_bytes(s) for s in held)
+    room = budget - sum(job_inputs.set_bytes(s) for s in held)
     n = max(1, min(wanted, room // max(per_call, 1)))
     sets: list[list[Any]] = []
     states = []  # torch's generators as each run's inputs left them (random operators)
     for run in range(n):  # none at an address the candidate was handed before; what a
         # set that landed on one keeps taken comes out of what the burst's n calls leave
-        room = budget - sum(_set_bytes(s) for s in held) - n * per_call
+        room = budget - sum(job_inputs.set_bytes(s) for s in held) - n * per_call
         sets.append(job_inputs.fresh_timing_inputs(module, job, run, draw, held, room))
         states.append(rng_states(job.device))
     held.extend(sets)
@@ -139,10 +139,6 @@ def _copied(outputs: list[Any], into: list[Any]) -> list[Any]:
     if not same:
         return [t.detach().clone() for t in outputs]
     return [d.copy_(t.detach()) for t, d in zip(outputs, into, strict=True)]
-
-
-def _set_bytes(inputs: list[Any]) -> int:
-    return sum(x.numel() * x.element_size() for x in inputs if hasattr(x, "numel"))
 
 
 def rng_states(device: str) -> tuple[Any, Any]:
