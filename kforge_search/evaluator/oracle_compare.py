@@ -169,9 +169,34 @@ def labels(runs: list[int], calls: list[int]) -> list[str]:
 def compare_run(
     spec: RunSpec, label: str, expected: list[Any], actual: list[Any], device: str | None
 ) -> str:
-    """One timed run's or burst call's outputs against the reference's ("" when they match)."""
-    expected, actual = placed((expected, actual), device)
-    return compare_timed([expected], [actual], [label], get_policy(spec.policy), spec.slack)
+    """One timed run's or burst call's outputs against the reference's ("" when they match),
+    on `device` where its memory holds the comparison's pieces, else on the host."""
+    import torch
+
+    policy = get_policy(spec.policy)
+    try:
+        return _compared_run(policy, spec.slack, label, expected, actual, device)
+    except torch.OutOfMemoryError:  # the pieces' temporaries: the device is full
+        torch.cuda.empty_cache()
+    return _compared_run(policy, spec.slack, label, expected, actual, "cpu")
+
+
+def _compared_run(
+    policy: NumericPolicy,
+    slack: list[float],
+    label: str,
+    expected: list[Any],
+    actual: list[Any],
+    device: str | None,
+) -> str:
+    import torch
+
+    if device == "cpu":
+        expected, actual = ([t.cpu() if isinstance(t, torch.Tensor) else t for t in ts]
+                            for ts in (expected, actual))  # fmt: skip
+    else:
+        expected, actual = placed((expected, actual), device)
+    return compare_timed([expected], [actual], [label], policy, slack)
 
 
 def comparison_of(fields: dict[str, Any]) -> Comparison:

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from kforge_search.evaluator import verify
+from kforge_search.evaluator.oracle_compare import RunSpec, compare_run
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.verify import compare_outputs, pieces
 
@@ -158,3 +159,42 @@ def test_a_comparison_that_runs_out_of_device_memory_is_made_on_the_cpu(monkeypa
     monkeypatch.setattr(verify, "_compare_tensor", broken)
     with pytest.raises(ValueError):
         compare_outputs([[torch.ones(3)]], [[torch.ones(3)]], STRICT)
+
+
+def _run_spec() -> RunSpec:
+    return RunSpec("strict", 0, [0], [], "", [0.0], 0, 0)
+
+
+@pytest.mark.parametrize("device", [None, "cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_timed_run_is_compared_where_its_outputs_are(device):
+    torch.manual_seed(0)
+    expected = [torch.randn(1000, 33)]
+    if device == "cuda":
+        expected = [expected[0].cuda()]
+    same = [expected[0].clone()]
+    off = [expected[0].clone()]
+    off[0][7, 3] += 1.0
+    assert compare_run(_run_spec(), "timed run 0", expected, same, device) == ""
+    found = compare_run(_run_spec(), "timed run 0", expected, off, device)
+    assert found.startswith("timed run 0: output 0 differs") and "(7, 3)" in found
+
+
+@pytest.mark.gpu
+def test_a_device_out_of_memory_compares_on_the_host(monkeypatch):
+    """The oracle's device fills up (a candidate's burst beside it): the run is compared on
+    the host, the same verdict, not an error."""
+    import kforge_search.evaluator.oracle_compare as oc
+
+    real = oc.compare_timed
+
+    def full_device(expected, actual, *rest):
+        if expected[0][0].is_cuda:
+            raise torch.OutOfMemoryError("CUDA out of memory (test)")
+        return real(expected, actual, *rest)
+
+    monkeypatch.setattr(oc, "compare_timed", full_device)
+    expected = [torch.ones(64, 64, device="cuda")]
+    off = [expected[0].clone()]
+    off[0][1, 2] = 5.0
+    found = compare_run(_run_spec(), "back-to-back call 1", expected, off, "cuda")
+    assert found.startswith("back-to-back call 1: output 0 differs")
