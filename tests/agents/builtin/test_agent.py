@@ -208,3 +208,37 @@ def test_the_bf16x3_step_widens_full_size_tiles():
     seed = seed_genome(plan, get_platform("cuda-triton"), "strict")
     bf16x3 = next(g for g, _ in _three_dot_steps(plan, seed) if g.precision == "bf16x3")
     assert bf16x3 == dataclasses.replace(seed, precision="bf16x3")
+
+
+def _plan_of(tmp_path, forward: str, inputs: str, init: str = ""):
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    path = tmp_path / "p.py"
+    path.write_text(problem_source(forward, inputs, init))
+    return BuiltinAgent().plan(load_problem(path))
+
+
+def test_tiles_anchored_by_nothing_walk_in_memory_order_and_row_passes_take_long_steps(tmp_path):
+    cuda = get_platform("cuda-triton")
+    chain = seed_genome(
+        _plan_of(tmp_path, "return torch.relu(x)", "[torch.rand(8, 64)]"), cuda, "strict"
+    )
+    assert chain.group_m == 1 and chain.pass_block == TritonGenome().pass_block
+    norm = _plan_of(
+        tmp_path, "return self.ln(x)", "[torch.rand(4, 96)]", "self.ln = nn.LayerNorm(96)"
+    )
+    seed = seed_genome(norm, cuda, "strict")
+    assert (seed.group_m, seed.pass_block, seed.pass_warps) == (1, 4096, 8)
+    gemm = seed_genome(analyze(PROBLEM), cuda, "strict")
+    assert gemm.group_m == TritonGenome().group_m  # a GEMM's tiles keep their L2 grouping
+
+
+def test_a_gemm_of_few_tiles_over_a_long_k_gets_small_tiles_and_k_slices(tmp_path):
+    plan = _plan_of(
+        tmp_path, "return torch.matmul(x, y)", "[torch.rand(128, 8192), torch.rand(8192, 128)]"
+    )
+    seed = seed_genome(plan, get_platform("cuda-triton"), "strict")
+    tiles = (128 // seed.block_m) * (128 // seed.block_n)
+    assert (seed.block_m, seed.block_n) == (64, 64) and seed.split_k == 16
+    assert tiles * seed.split_k == 64  # 4 tiles: every slice a program, at most 16 slices
