@@ -97,12 +97,16 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         # scattered the tiles. H200, 19_ReLU at 6 GiB: 3.21 -> 3.11 ms, compile 3.04), and
         # a row pass that may run in parts in long steps (H200, pass_block 4096 with 8 warps
         # against 1024 with 4: LayerNorm 0.46 -> 0.32 ms, Frobenius 56 -> 33, MSE 2.30 ->
-        # 2.07, cross entropy 1.08 -> 0.82; softmax's 4096 rows 6.09 -> 6.22)
+        # 2.07, cross entropy 1.08 -> 0.82; softmax's 4096 rows 6.09 -> 6.22), in parts
+        # enough for 2048 programs (Frobenius' one row: 256 parts ran at 10% of roofline;
+        # 2048 not yet measured on a GPU)
         anchored = TritonGenome(
             precision=precision, block_m=16, block_n=256, num_warps=4, group_m=1
         )
         if any(st.tail and splittable(plan, st) for st in plan.stages):
-            anchored = dataclasses.replace(anchored, pass_block=4096, pass_warps=8)
+            anchored = dataclasses.replace(
+                anchored, pass_block=4096, pass_warps=8, pass_programs=2048
+            )
         return gen.repair(anchored, policy)
     rows = max((b * m for b, m, _, _ in plan.graph.work.gemms), default=0)
     cols = max((n for _, _, n, _ in plan.graph.work.gemms), default=0)

@@ -137,7 +137,7 @@ TRITON_SPACE: dict[str, tuple[Any, ...]] = {
     "fuse_limit": (64, 128, 256, 512),
     "pass_block": (256, 512, 1024, 2048, 4096),
     "pass_warps": (2, 4, 8, 16),
-    "pass_programs": (0, 256, 512, 1024),
+    "pass_programs": (0, 256, 512, 1024, 2048, 4096),
     "x3": X3_SPLITS,
     "promote": (1, 2, 4, 8),
 }

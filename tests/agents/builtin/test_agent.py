@@ -229,7 +229,12 @@ def test_tiles_anchored_by_nothing_walk_in_memory_order_and_row_passes_take_long
         tmp_path, "return self.ln(x)", "[torch.rand(4, 96)]", "self.ln = nn.LayerNorm(96)"
     )
     seed = seed_genome(norm, cuda, "strict")
-    assert (seed.group_m, seed.pass_block, seed.pass_warps) == (1, 4096, 8)
+    assert (seed.group_m, seed.pass_block, seed.pass_warps, seed.pass_programs) == (
+        1,
+        4096,
+        8,
+        2048,
+    )
     gemm = seed_genome(analyze(PROBLEM), cuda, "strict")
     assert gemm.group_m == TritonGenome().group_m  # a GEMM's tiles keep their L2 grouping
 

@@ -81,3 +81,13 @@ def test_the_gene_takes_zero_or_a_power_of_two():
     assert TritonGenome(pass_programs=0).pass_programs == 0
     with pytest.raises(ValueError, match="pass_programs"):
         TritonGenome(pass_programs=100)
+
+
+def test_one_long_row_runs_in_more_than_256_parts(verify):
+    """One row (a whole-tensor norm): parts up to render_triton.MAX_PARTS, past the 256 that
+    kept 37_FrobeniusNorm at 10% of the H200's roofline; here 512 parts of 8 chunks."""
+    problem = _one("frobenius", "return x / torch.norm(x, p='fro')", "[torch.randn(1, 262139)]")
+    source = _source(problem, TritonGenome(pass_block=64, pass_programs=4096))
+    result = verify(source, problem)
+    assert result.ok, result.message
+    assert result.launches >= 2
