@@ -28,6 +28,8 @@ _T_SOFTPLUS = "_kf_softplus"
 _T_GELU_TANH = "_kf_gelu_tanh"
 _T_MISH = "_kf_mish"
 T_TO_BF16 = "_kf_to_bf16"  # float32 to bfloat16, rounded to nearest even
+# argmax / argmin in one walk (triton_kernels.arg_pairs): the index in a packed key's low word
+T_ARG_DONE = {"max": "_kf_argmax_done", "min": "_kf_argmin_done"}
 
 ELEMENTWISE: tuple[OpSpec, ...] = (
     OpSpec("add", 2, "({0} + {1})", "a + b"),
@@ -127,6 +129,18 @@ TRITON_HELPERS: dict[str, str] = {
         "def _kf_gelu_tanh(x):\n"
         "    inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)\n"
         "    return 0.5 * x * (1.0 + _kf_tanh(inner))\n"
+    ),
+    T_ARG_DONE["max"]: (
+        "@triton.jit\n"
+        "def _kf_argmax_done(acc, axis: tl.constexpr):\n"
+        "    # the largest key's index: its low word holds 2**31 - 1 - index (the first wins)\n"
+        "    return 2147483647 - (tl.max(acc, axis=axis) & 0xFFFFFFFF)\n"
+    ),
+    T_ARG_DONE["min"]: (
+        "@triton.jit\n"
+        "def _kf_argmin_done(acc, axis: tl.constexpr):\n"
+        "    # the least key's index: its low word holds the index (the first wins)\n"
+        "    return tl.min(acc, axis=axis) & 0xFFFFFFFF\n"
     ),
     T_TO_BF16: (
         "@triton.jit\n"

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 from kforge_search.agents.builtin import render as r
 from kforge_search.agents.builtin.genome import TritonGenome
-from kforge_search.agents.builtin.ir import Kind, Scan, Stat
-from kforge_search.agents.builtin.ops import REDUCTIONS
+from kforge_search.agents.builtin.ir import Ew, Graph, Kind, Scan, Stat
+from kforge_search.agents.builtin.ops import REDUCTIONS, T_ARG_DONE
 from kforge_search.agents.builtin.plan import Plan, StagePlan, scan_outs
-from kforge_search.agents.builtin.triton_lines import Lines, Names, Params
+from kforge_search.agents.builtin.triton_lines import INDEX, Lines, Names, Params
 
 VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL, Kind.BCOL}, "col": {Kind.MAT, Kind.ROW}}
 
@@ -170,8 +170,90 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
 
 def splittable(plan: Plan, stage: StagePlan) -> bool:
     """Whether a row pass can walk each (row, segment) in parts (split_pass_kernels): its
-    statistics are sums, maxima and minima (each part's result combines), no scan."""
-    return stage.axis == "row" and not any(isinstance(plan.graph.node(n), Scan) for n in stage.tail)
+    statistics are sums, maxima and minima (each part's result combines), no scan, and no
+    argmax / argmin in one walk (its parts would need their keys, not their indices)."""
+    return (
+        stage.axis == "row"
+        and not any(isinstance(plan.graph.node(n), Scan) for n in stage.tail)
+        and not arg_pairs(plan.graph, stage)
+    )
+
+
+@dataclass(frozen=True)
+class ArgPair:
+    """argmax / argmin as the IR has it (convert.arg): `best`, the maximum (minimum) of `x`;
+    `pos`, each element's index where it equals `best`, else +inf; the min of `pos`."""
+
+    best: int
+    pos: int
+    fn: str  # "max" or "min": the statistic `best` is
+
+
+ARG_INDEX = {  # the index along the reduced dim, as the argpos ops compute it
+    "argpos_col": "({col} + 0 * {row})",
+    "argpos_row": "({row} % tl.cast({n}, tl.int32) + 0 * {col})",
+}
+
+
+def arg_pairs(graph: Graph, stage: StagePlan) -> dict[int, ArgPair]:
+    """The pass's argmax / argmin statistics that one walk can make (by the min's id): the
+    statistic `best` read by nothing but the index's `pos` and not an output. The IR's two
+    statistics walk the input twice (H200, 51_Argmax: 4.6 ms where a sum over the same
+    input took 2.15); one walk keeps the largest (least) packed key of value and index."""
+    if stage.axis not in ("row", "col"):
+        return {}
+    users, found = graph.users(), {}
+    for n in stage.tail:
+        stat = graph.node(n)
+        if not isinstance(stat, Stat) or stat.fn != "min":
+            continue
+        pos = graph.node(stat.x)
+        if not isinstance(pos, Ew) or pos.fn not in ARG_INDEX or not isinstance(pos.args[1], int):
+            continue
+        best = graph.node(pos.args[1])
+        if (
+            isinstance(best, Stat)
+            and best.fn in ("max", "min")
+            and best.x == pos.args[0]
+            and best.id in stage.tail
+            and users[best.id] == [pos.id]
+            and users[pos.id] == [stat.id]
+            and not {best.id, pos.id} & set(stage.outs)
+        ):
+            found[n] = ArgPair(best.id, pos.id, best.fn)
+    return found
+
+
+def _arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: str) -> Step:
+    """The walk of one argmax / argmin: each element's key, its value's bits made to order
+    as the floats do (+0 for -0; NaN the largest for argmax and the least for argmin, as
+    torch's) above its index (argmax: 2**31 - 1 - index, so the first of equals wins)."""
+    graph = lines.graph
+    pos = graph.node(pair.pos)
+    assert isinstance(pos, Ew)
+    x, k = f"v{pos.args[0]}", f"k{stat.id}"
+    n = lines.operand(pos.args[2]) if len(pos.args) > 2 else "1"
+    index = ARG_INDEX[pos.fn].format(n=n, **INDEX[lines.dialect])
+    low = f"(2147483647 - {index})" if pair.fn == "max" else index
+    nan = "2147483647" if pair.fn == "max" else "-2147483648"
+    key = [
+        f"{k} = tl.where({x} == 0.0, 0.0, {x}).to(tl.float32).to(tl.int32, bitcast=True)",
+        f"{k} = tl.where({k} < 0, {k} ^ 0x7FFFFFFF, {k})",
+        f"{k} = tl.where({x} != {x}, {nan}, {k})",
+        f"{k} = ({k}.to(tl.int64) << 32) | {low}.to(tl.int64)",
+    ]
+    lines.names.helpers.add(T_ARG_DONE[pair.fn])
+    identity = "-9223372036854775807" if pair.fn == "max" else "9223372036854775807"
+    combine = "tl.maximum" if pair.fn == "max" else "tl.minimum"
+    return Step(
+        "stat",
+        "\n".join([*(lines.compute(m) for m in loop), *key]),
+        stat.id,
+        identity,
+        f"{combine}(acc, tl.where({mask}, {k}, {identity}))",
+        T_ARG_DONE[pair.fn],
+        acc="tl.int64",
+    )
 
 
 def split_pass_kernels(
@@ -222,12 +304,23 @@ def _pass_steps(
     leaves = set(leaves)  # and scans that later steps read back (`lines` shares the set)
     lines.buffered = leaves
     done: set[int] = set()  # outputs a scan's walk stored
+    pairs = arg_pairs(graph, stage)
+    within = {p.best for p in pairs.values()}  # made in their argmax's walk: never alone
     for stat_id in (n for n in stage.tail if isinstance(graph.node(n), Stat | Scan)):
         stat = graph.node(stat_id)
         if isinstance(stat, Scan):
             steps.append(_scan_step(plan, stage, lines, stat, have, done, split))
             continue
         assert isinstance(stat, Stat)
+        if stat_id in within:
+            continue
+        if stat_id in pairs:
+            pos = graph.node(pairs[stat_id].pos)
+            assert isinstance(pos, Ew) and isinstance(pos.args[0], int)
+            _, loop = split(r.schedule(graph, (pos.args[0],), have, leaves))
+            steps.append(_arg_step(lines, stat, pairs[stat_id], loop, mask))
+            have.add(stat_id)
+            continue
         _, loop = split(r.schedule(graph, (stat.x,), have, leaves))
         red = REDUCTIONS[stat.fn]
         masked = f"tl.where({mask}, v{stat.x}, {red.identity}).to({red.acc})"
