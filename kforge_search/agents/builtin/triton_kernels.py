@@ -27,8 +27,10 @@ class Step:
     finish: str = ""
     scan: ScanStep | None = None
     acc: str = "tl.float32"  # the accumulator's dtype (sums: float64)
-    best: int = -1  # "online": the maximum made in the same walk as the sum (`node`)
-    x: str = ""  # "online": the value both statistics are of
+    best: int = -1  # "online" / "moments": the first statistic, made in the sum's walk
+    x: str = ""  # "online" / "moments": the value both statistics are of
+    mean: int = -1  # "moments": the row value the second statistic's deviations are from
+    after: str = ""  # "moments": the lines that make `mean` from the first statistic
 
 
 @dataclass(frozen=True)
@@ -320,6 +322,47 @@ def online_pairs(graph: Graph, stage: StagePlan) -> dict[int, tuple[int, int]]:
     return found
 
 
+def moments_pairs(graph: Graph, stage: StagePlan) -> dict[int, tuple[int, int, int]]:
+    """The row pass's `sum(x)` then `sum((x - m)^2)` with `m` a row value made from the
+    first sum alone (LayerNorm, InstanceNorm, GroupNorm, BatchNorm, variance), by the first
+    sum's id: (the second's id, x's id, m's id). One walk keeps sum(x) and sum(x^2) in
+    float64; the second is sum(x^2) - 2 m sum(x) + n m^2, the same sum for that m."""
+    if stage.axis != "row":
+        return {}
+    found = {}
+    users = graph.users()
+    vector = VECTOR_KINDS["row"]
+    for n in stage.tail:
+        first = graph.node(n)
+        if not isinstance(first, Stat) or first.fn != "sum":
+            continue
+        for mean_id in users[n]:
+            mean = graph.node(mean_id)
+            if not (isinstance(mean, Ew) and mean.kind not in vector and mean.args[0] == n):
+                continue
+            if any(isinstance(a, int) for a in mean.args[1:]):  # m from the sum alone
+                continue
+            for sub_id in users[mean_id]:
+                sub = graph.node(sub_id)
+                if not (isinstance(sub, Ew) and sub.fn == "sub" and sub.args == (first.x, mean_id)):
+                    continue
+                for sq_id in users[sub_id]:
+                    sq = graph.node(sq_id)
+                    if not (isinstance(sq, Ew) and sq.fn == "square" and sq.args == (sub_id,)):
+                        continue
+                    for second_id in users[sq_id]:
+                        second = graph.node(second_id)
+                        if (
+                            isinstance(second, Stat)
+                            and second.fn == "sum"
+                            and (second.axis, second.groups) == (first.axis, first.groups)
+                            and second_id in stage.tail
+                            and n not in found
+                        ):
+                            found[n] = (second_id, first.x, mean_id)
+    return found
+
+
 def _pass_steps(
     plan: Plan, stage: StagePlan, names: Names, leaves: set[int], online: bool = False
 ) -> tuple[list[Step], Params]:
@@ -345,6 +388,8 @@ def _pass_steps(
     within = {p.best for p in pairs.values()}  # made in their argmax's walk: never alone
     sums = online_pairs(graph, stage) if online else {}
     within |= {total for total, _ in sums.values()}  # made in their maximum's walk
+    moments = moments_pairs(graph, stage) if online else {}
+    within |= {second for second, _, _ in moments.values()}  # made in the first sum's walk
     for stat_id in (n for n in stage.tail if isinstance(graph.node(n), Stat | Scan)):
         stat = graph.node(stat_id)
         if isinstance(stat, Scan):
@@ -352,6 +397,17 @@ def _pass_steps(
             continue
         assert isinstance(stat, Stat)
         if stat_id in within:
+            continue
+        if stat_id in moments:
+            second, x, mean = moments[stat_id]
+            _, loop = split(r.schedule(graph, (x,), have, leaves))
+            body = "\n".join(lines.compute(m) for m in loop)
+            made = r.schedule(graph, (mean,), have | {stat_id}, leaves)
+            after = "\n".join(lines.compute(m) for m in made)
+            steps.append(
+                Step("moments", body, second, best=stat_id, x=f"v{x}", mean=mean, after=after)
+            )
+            have.update({stat_id, second, *made})
             continue
         if stat_id in sums:
             total, x = sums[stat_id]
