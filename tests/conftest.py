@@ -54,6 +54,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(slow)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The C++ extensions the tests to run need, built first, two at a time (prebuild.py)."""
+    if session.config.option.collectonly:
+        return
+    from tests import prebuild
+
+    run = [item.nodeid for item in session.items if not item.get_closest_marker("skip")]
+    specs = prebuild.needed(run)
+    if not specs:
+        return
+    started = time.monotonic()
+    failed = prebuild.build_all(specs)
+    took = time.monotonic() - started
+    print(f"\nprebuilt {len(specs) - len(failed)} of {len(specs)} C++ extensions in {took:.0f} s")
+    for line in failed:  # the test that needs it builds it again and reports the error
+        print(f"prebuild failed: {line}", file=sys.stderr)
+
+
 SLOW_LIST = ROOT / "tests" / "slow_tests.txt"
 
 
