@@ -260,6 +260,10 @@ def _arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: st
     )
 
 
+# A split pass's walks and how a later kernel takes their statistics from the parts' results
+LOADED = {"stat": "stat_load", "online": "online_load", "moments": "moments_load"}
+
+
 def split_pass_kernels(
     plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]
 ) -> tuple[list[Kernel], list[tuple[str, str]]]:
@@ -270,13 +274,17 @@ def split_pass_kernels(
     (LayerNorm of 16 rows of 4M elements: 16 programs, 1% of the H200's roofline) gets
     parts x more programs; each statistic's walk reads the row once, as in one kernel.
     Returns the kernels and the workspaces (name, torch dtype: float64, the sums' own)."""
-    steps, params = _pass_steps(plan, stage, names, leaves)
-    stats = [i for i, step in enumerate(steps) if step.kind == "stat"]
-    ws = [f"pws{steps[i].node}" for i in stats]
+    steps, params = _pass_steps(plan, stage, names, leaves, online=True)
+    stats = [i for i, step in enumerate(steps) if step.kind in LOADED]
+    ws = [  # "online" and "moments": both statistics' partial results (the parts combine)
+        f"pws{n}"
+        for i in stats
+        for n in ((steps[i].best, steps[i].node) if steps[i].best >= 0 else (steps[i].node,))
+    ]
     kernels = []
     for k, last in enumerate([*stats, len(steps)]):
         mine = [
-            dataclasses.replace(step, kind="stat_load") if step.kind == "stat" else step
+            dataclasses.replace(step, kind=LOADED[step.kind]) if step.kind in LOADED else step
             for step in steps[:last]
         ] + ([steps[last]] if last < len(steps) else [])  # the last: every statistic loaded
         own = f"{name}_part{k}" if last < len(steps) else f"{name}_final"

@@ -80,3 +80,23 @@ def test_the_one_walk_compiles_for_sm90(tmp_path):
     )
     report = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME)
     assert "_kf_s0_rows: ok" in report, report
+
+
+@pytest.mark.parametrize(
+    ("forward", "init", "inputs"),
+    [
+        ("return self.ln(x)", "self.ln = nn.LayerNorm(1501)", "[torch.randn(2, 1501) + 1000.0]"),
+        ("return torch.log_softmax(x, dim=-1)", "", "[torch.randn(2, 1501) * 30.0]"),
+    ],
+)
+def test_in_parts_the_one_walk_combines_its_parts(verify, tmp_path, forward, init, inputs):
+    """Split into parts (two rows of 23 chunks), each part stores both partial results and
+    the last kernel combines them: two kernels, not three, and the same verdict."""
+    path = tmp_path / "p.py"
+    path.write_text(problem_source(forward, inputs, init))
+    problem = load_problem(path)
+    genome = TritonGenome(pass_block=64, pass_programs=1024)
+    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), genome, "test")
+    assert "_part0[(R, " in draft.source and "_part1[(R, " not in draft.source
+    result = verify(draft.source, problem)
+    assert result.ok, result.message

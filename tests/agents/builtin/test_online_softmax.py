@@ -3,7 +3,7 @@ softmax, log-softmax, cross entropy). The two statistics' walks read each row tw
 the outputs' walk (H200, 23_Softmax 6.1 ms, 0.77x of compile). Here, on Triton's
 interpreter, the one walk matches torch where a running maximum could go wrong: rows whose
 maximum comes last (every chunk rescales), first, at both ends, -inf elements, a large
-spread, a row of one value, and a pass split into parts (which keeps the two walks)."""
+spread, a row of one value, and a pass split into parts (each part's maximum and sum)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_one_walk_matches_torch_on_hard_rows(verify, tmp_path, forward):
     torch.testing.assert_close(got[finite].double(), want[finite], rtol=2e-6, atol=1e-6)
 
 
-def test_a_split_pass_keeps_two_walks_and_verifies(verify, tmp_path):
+def test_a_pass_in_parts_verifies(verify, tmp_path):
     path = tmp_path / "p.py"
     path.write_text(problem_source("return torch.softmax(x, dim=-1)", "[torch.randn(2, 1501)]"))
     problem = load_problem(path)
