@@ -303,30 +303,13 @@ def online_pairs(graph: Graph, stage: StagePlan) -> dict[int, tuple[int, int]]:
     the lane's sum when it grows (an online softmax), then combines the lanes."""
     if stage.axis != "row":
         return {}
-    found = {}
-    users = graph.users()
+    found, users = {}, graph.users()
     for n in stage.tail:
         best = graph.node(n)
-        if not isinstance(best, Stat) or best.fn != "max":
-            continue
-        for sub_id in users[n]:
-            sub = graph.node(sub_id)
-            if not (isinstance(sub, Ew) and sub.fn == "sub" and sub.args == (best.x, n)):
-                continue
-            for exp_id in users[sub_id]:
-                exp = graph.node(exp_id)
-                if not (isinstance(exp, Ew) and exp.fn == "exp" and exp.args == (sub_id,)):
-                    continue
-                for sum_id in users[exp_id]:
-                    total = graph.node(sum_id)
-                    if (
-                        isinstance(total, Stat)
-                        and total.fn == "sum"
-                        and (total.axis, total.groups) == (best.axis, best.groups)
-                        and sum_id in stage.tail
-                        and n not in found
-                    ):
-                        found[n] = (sum_id, best.x)
+        if isinstance(best, Stat) and best.fn == "max":
+            total = _sum_of(graph, users, stage, best, n, "exp")
+            if total is not None:
+                found[n] = (total, best.x)
     return found
 
 
@@ -337,38 +320,48 @@ def moments_pairs(graph: Graph, stage: StagePlan) -> dict[int, tuple[int, int, i
     float64; the second is sum(x^2) - 2 m sum(x) + n m^2, the same sum for that m."""
     if stage.axis != "row":
         return {}
-    found = {}
-    users = graph.users()
-    vector = VECTOR_KINDS["row"]
+    found, users = {}, graph.users()
     for n in stage.tail:
         first = graph.node(n)
         if not isinstance(first, Stat) or first.fn != "sum":
             continue
         for mean_id in users[n]:
             mean = graph.node(mean_id)
-            if not (isinstance(mean, Ew) and mean.kind not in vector and mean.args[0] == n):
-                continue
-            if any(isinstance(a, int) for a in mean.args[1:]):  # m from the sum alone
-                continue
-            for sub_id in users[mean_id]:
-                sub = graph.node(sub_id)
-                if not (isinstance(sub, Ew) and sub.fn == "sub" and sub.args == (first.x, mean_id)):
-                    continue
-                for sq_id in users[sub_id]:
-                    sq = graph.node(sq_id)
-                    if not (isinstance(sq, Ew) and sq.fn == "square" and sq.args == (sub_id,)):
-                        continue
-                    for second_id in users[sq_id]:
-                        second = graph.node(second_id)
-                        if (
-                            isinstance(second, Stat)
-                            and second.fn == "sum"
-                            and (second.axis, second.groups) == (first.axis, first.groups)
-                            and second_id in stage.tail
-                            and n not in found
-                        ):
-                            found[n] = (second_id, first.x, mean_id)
+            if (  # m: a row value of the sum alone (scalars and sizes beside it)
+                isinstance(mean, Ew)
+                and mean.kind not in VECTOR_KINDS["row"]
+                and mean.args[0] == n
+                and not any(isinstance(a, int) for a in mean.args[1:])
+            ):
+                second = _sum_of(graph, users, stage, first, mean_id, "square")
+                if second is not None and n not in found:
+                    found[n] = (second, first.x, mean_id)
     return found
+
+
+def _sum_of(
+    graph: Graph, users: dict[int, list[int]], stage: StagePlan, stat: Stat, of: int, fn: str
+) -> int | None:
+    """The id of a statistic of the pass `sum(fn(x - of))`, x the statistic `stat`'s own
+    input, over the same rows and segments; None where the graph has none."""
+    for sub_id in users[of]:
+        sub = graph.node(sub_id)
+        if not (isinstance(sub, Ew) and sub.fn == "sub" and sub.args == (stat.x, of)):
+            continue
+        for f_id in users[sub_id]:
+            f = graph.node(f_id)
+            if not (isinstance(f, Ew) and f.fn == fn and f.args == (sub_id,)):
+                continue
+            for total_id in users[f_id]:
+                total = graph.node(total_id)
+                if (
+                    isinstance(total, Stat)
+                    and total.fn == "sum"
+                    and (total.axis, total.groups) == (stat.axis, stat.groups)
+                    and total_id in stage.tail
+                ):
+                    return total_id
+    return None
 
 
 def _pass_steps(
