@@ -270,7 +270,7 @@ class CandidateDrive:
         slack = [2 * e for e in ref.numerics.float32_error]
         if ref.streamed is not None:  # compared in the oracle (oracle_compare.py)
             spec = RunSpec(self.config.policy, draw, runs, calls, timed_path(job.outputs_path),
-                           slack, ref.output_bytes, burst_draw)  # fmt: skip
+                           slack, burst_draw)  # fmt: skip
             return oracle().compare_runs(spec)
         actual = load(Path(timed_path(job.outputs_path)))
 

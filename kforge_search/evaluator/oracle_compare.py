@@ -81,7 +81,6 @@ class RunSpec:
     calls: list[int]
     path: str
     slack: list[float]
-    output_bytes: int
     burst_draw: int
 
     def inputs(self) -> list[tuple[int, int]]:

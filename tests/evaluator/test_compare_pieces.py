@@ -162,7 +162,7 @@ def test_a_comparison_that_runs_out_of_device_memory_is_made_on_the_cpu(monkeypa
 
 
 def _run_spec() -> RunSpec:
-    return RunSpec("strict", 0, [0], [], "", [0.0], 0, 0)
+    return RunSpec("strict", 0, [0], [], "", [0.0], 0)
 
 
 @pytest.mark.parametrize("device", [None, "cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
