@@ -165,7 +165,7 @@ def _window_vars(stage: StagePlan) -> dict[str, object] | None:
 
 
 def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]) -> Kernel:
-    steps, params = _pass_steps(plan, stage, names, leaves, online=True)
+    steps, params = _pass_steps(plan, stage, names, leaves)
     source = r.render_template(
         f"triton/{stage.axis}s.py.j2", name=name, params=params.names, steps=steps
     )
@@ -274,7 +274,7 @@ def split_pass_kernels(
     (LayerNorm of 16 rows of 4M elements: 16 programs, 1% of the H200's roofline) gets
     parts x more programs; each statistic's walk reads the row once, as in one kernel.
     Returns the kernels and the workspaces (name, torch dtype: float64, the sums' own)."""
-    steps, params = _pass_steps(plan, stage, names, leaves, online=True)
+    steps, params = _pass_steps(plan, stage, names, leaves)
     stats = [i for i, step in enumerate(steps) if step.kind in LOADED]
     ws = [  # "online" and "moments": both statistics' partial results (the parts combine)
         f"pws{n}"
@@ -365,7 +365,7 @@ def _sum_of(
 
 
 def _pass_steps(
-    plan: Plan, stage: StagePlan, names: Names, leaves: set[int], online: bool = False
+    plan: Plan, stage: StagePlan, names: Names, leaves: set[int]
 ) -> tuple[list[Step], Params]:
     graph, dialect = plan.graph, stage.axis
     params = Params()
@@ -387,9 +387,9 @@ def _pass_steps(
     done: set[int] = set()  # outputs a scan's walk stored
     pairs = arg_pairs(graph, stage)
     within = {p.best for p in pairs.values()}  # made in their argmax's walk: never alone
-    sums = online_pairs(graph, stage) if online else {}
+    sums = online_pairs(graph, stage)
     within |= {total for total, _ in sums.values()}  # made in their maximum's walk
-    moments = moments_pairs(graph, stage) if online else {}
+    moments = moments_pairs(graph, stage)
     within |= {second for second, _, _ in moments.values()}  # made in the first sum's walk
     for stat_id in (n for n in stage.tail if isinstance(graph.node(n), Stat | Scan)):
         stat = graph.node(stat_id)
