@@ -11,6 +11,7 @@ agent's C++ library, rendered by the agent as it is now)."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import tempfile
@@ -68,24 +69,28 @@ def build_all(specs: Sequence[str], parallel: int = PARALLEL) -> list[str]:
     """Build each spec in a process of its own, `parallel` at a time; what failed, and why
     (the test that needs it then builds it and reports its own error)."""
     waiting, running, failed = list(specs), [], []
-    while waiting or running:
-        while waiting and len(running) < parallel:
-            spec = waiting.pop(0)
-            cmd = [sys.executable, "-m", "tests.prebuild", spec]
-            proc = subprocess.Popen(
-                cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-            )
-            running.append((spec, proc, time.monotonic()))
-        time.sleep(0.2)
-        for spec, proc, started in list(running):
-            if proc.poll() is None and time.monotonic() - started < LIMIT_S:
-                continue
-            if proc.poll() is None:
-                proc.kill()
-            _, err = proc.communicate()
-            if proc.returncode:
-                failed.append(f"{spec}: exit {proc.returncode}: {err.strip()[-300:]}")
-            running.remove((spec, proc, started))
+    with contextlib.ExitStack() as files:
+        while waiting or running:
+            while waiting and len(running) < parallel:
+                spec = waiting.pop(0)
+                cmd = [sys.executable, "-m", "tests.prebuild", spec]
+                # stderr to a file, not a pipe: a compiler's warnings past the pipe's buffer
+                # would block the build until LIMIT_S, as nothing reads the pipe meanwhile
+                err = files.enter_context(tempfile.TemporaryFile(mode="w+"))
+                proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
+                running.append((spec, proc, err, time.monotonic()))
+            time.sleep(0.2)
+            for entry in list(running):
+                spec, proc, err, started = entry
+                if proc.poll() is None and time.monotonic() - started < LIMIT_S:
+                    continue
+                if proc.poll() is None:
+                    proc.kill()
+                proc.wait()
+                err.seek(0)
+                if proc.returncode:
+                    failed.append(f"{spec}: exit {proc.returncode}: {err.read().strip()[-300:]}")
+                running.remove(entry)
     return failed
 
 
