@@ -6,12 +6,13 @@ then timed when the parent says so. It never loads a candidate.
 from __future__ import annotations
 
 import sys
+import traceback
 from dataclasses import asdict
 from typing import Any
 
 from kforge_search.evaluator import buffers as model_buffers
 from kforge_search.evaluator import inputs as job_inputs
-from kforge_search.evaluator import peers
+from kforge_search.evaluator import out_of_memory, peers
 from kforge_search.evaluator.job import Job
 from kforge_search.evaluator.timing import Clocks, capture_clocks
 from kforge_search.evaluator.worker import Channel, build_model, synchronize, time_model
@@ -48,7 +49,7 @@ def run_baselines(job: Job, channel: Channel) -> None:
             with peers.precision(precision):
                 fn = prepare_baseline(job, module, kind, reference, channel)
         except Exception as exc:
-            channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
+            failed(channel, kind, exc)
             continue
         if fn == peers.SAME:
             unchanged.add(precision)
@@ -60,11 +61,26 @@ def run_baselines(job: Job, channel: Channel) -> None:
             with peers.precision(peers.split_kind(kind)[1]):
                 command = time_baseline(job, module, kind, fn, clocks, channel)
         except Exception as exc:
-            channel.send("baseline", kind=kind, ok=False, error=f"{type(exc).__name__}: {exc}")
+            failed(channel, kind, exc)
             continue
         if command != "next":
             return
     channel.send("timed")
+
+
+def failed(channel: Channel, kind: str, exc: Exception) -> None:
+    """A kind whose preparation or timing raised; `busy`: it ran out of device memory that
+    other processes held (the parent measures it again alone and caches none of it). After
+    an out-of-memory the kind's tensors (its frames' locals) and the allocator's cache go,
+    for the kinds after it and the processes beside it."""
+    import torch
+
+    error = f"{type(exc).__name__}: {exc}"
+    busy = bool(out_of_memory.busy_reasons(exc))
+    if isinstance(exc, torch.OutOfMemoryError):
+        traceback.clear_frames(exc.__traceback__)
+        torch.cuda.empty_cache()
+    channel.send("baseline", kind=kind, ok=False, error=error, busy=busy)
 
 
 def placed_reference(loaded: dict[str, Any], device: str) -> dict[str, Any]:

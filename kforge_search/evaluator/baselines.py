@@ -5,7 +5,10 @@ A baseline timed while something else ran on the machine (its runs' p80/p20 abov
 or other processes keeping cores busy meanwhile: host_load.py) is timed again, in the same
 process, a few times; one whose every try stays noisy is used (its fastest try) but never
 cached, so a loaded moment does not set every later speedup. (A steady load slows every run
-alike: its spread stays tight, and only the host's other load shows it.)
+alike: its spread stays tight, and only the host's other load shows it.) Likewise a kind that
+ran out of device memory is never cached (nor read from the cache: `out_of_memory`): beside
+other processes (a bench's other jobs) it failed for the device's moment, not the problem, and
+its evaluator measures it again alone (pipeline.Evaluator.baselines).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,8 @@ class BaselineCache:
 
     def get(self, key: str, kind: str) -> Baseline | None:
         entry = self._load().get(key, {}).get(kind)
+        if entry is not None and not entry["ok"] and out_of_memory(entry.get("error", "")):
+            entry = None  # written by an earlier version: measured again
         if entry is not None and not cache_seal.intact(
             self._key, f"{key}|{kind}", {k: v for k, v in entry.items() if k != "seal"},
             entry.get("seal"),
@@ -79,6 +84,8 @@ class BaselineCache:
         return found
 
     def put(self, key: str, baseline: Baseline) -> None:
+        if transient(baseline):  # the next evaluation measures it again
+            return
         if baseline.noisy:  # a loaded moment must not set every later speedup
             self._noisy[(key, baseline.kind)] = (time.monotonic(), baseline)
             return
@@ -94,6 +101,32 @@ class BaselineCache:
             with os.fdopen(fd, "w") as f:
                 json.dump(data, f, indent=1)
             os.replace(tmp, self.path)  # atomic: readers never see a half-written file
+
+
+OUT_OF_MEMORY = ("OutOfMemoryError", "CUDA out of memory")  # in a failed kind's error
+
+
+def out_of_memory(error: str) -> bool:
+    """Whether a failed kind's error says the device ran out of memory."""
+    return any(mark in error for mark in OUT_OF_MEMORY)
+
+
+def transient(baseline: Baseline) -> bool:
+    """A failure that says nothing lasting about the problem: out of memory beside other
+    processes (`busy`), or out of memory at all (an entry of an earlier version, which could
+    not tell the two apart; BaselineCache.get reads none)."""
+    return not baseline.ok and (baseline.busy or out_of_memory(baseline.error))
+
+
+def busy_kinds(baselines: Sequence[Baseline]) -> tuple[str, ...]:
+    """The kinds to measure again with the device to ourselves: failed beside others."""
+    return tuple(b.kind for b in baselines if not b.ok and b.busy)
+
+
+def retried(first: Sequence[Baseline], again: Sequence[Baseline]) -> list[Baseline]:
+    """`first`, each kind measured `again` replaced by its second measurement."""
+    second = {b.kind: b for b in again}
+    return [second.get(b.kind, b) for b in first]
 
 
 SPREAD_LIMIT = 1.5  # p80/p20 of a baseline's timed runs above this: something interfered
@@ -136,6 +169,7 @@ class BaselineTimer:
         self.method = method  # the platform's timing method: host-timed ones are probed
         self.tries: dict[str, list[TimingStats]] = {k: [] for k in kinds}
         self.failed: dict[str, str] = {}
+        self.busy: set[str] = set()  # failed out of memory beside other processes
         self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
 
     def drive(
@@ -178,18 +212,20 @@ class BaselineTimer:
                     child.send("next")
                 else:
                     self.failed[kind] = event.get("error", "")
+                    if event.get("busy"):
+                        self.busy.add(kind)
 
     def _probe(self, child: Any) -> LoadProbe | None:
         return LoadProbe.start(child.pid) if host_timed(self.method) else None
 
     def results(self, why_ended: str) -> list[Baseline]:
-        """One baseline per kind: settled from its tries, else why it has none; with its
-        checks against the reference."""
+        """One baseline per kind: settled from its tries, else why it has none (`busy`: out of
+        memory beside other processes); with its checks against the reference."""
         return [
             replace(
                 settle(k, self.tries[k], self.limit)
                 if self.tries[k]
-                else Baseline(k, False, error=self.failed.get(k, why_ended)),
+                else Baseline(k, False, error=self.failed.get(k, why_ended), busy=k in self.busy),
                 checks=self.checks.get(k, ((), ""))[0],
                 note=self.checks.get(k, ((), ""))[1],
             )

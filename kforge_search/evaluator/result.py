@@ -93,6 +93,9 @@ class Baseline:
     noisy: bool = False  # every try's spread showed interference: used, never cached
     checks: tuple[PeerCheck, ...] = ()  # per policy; none for fp32 eager (the reference)
     note: str = ""  # why a kind is no peer at all (a reduced precision that changes nothing)
+    # it failed out of device memory that other processes held (out_of_memory.busy_reasons):
+    # the device's moment, not the problem's; never cached, measured again
+    busy: bool = False
 
     def check(self, policy: str) -> PeerCheck | None:
         return next((c for c in self.checks if c.policy == policy), None)
