@@ -248,3 +248,11 @@ def window_lines(g: Gemm, s: int) -> list[str]:
             f"for o, (n, k, st, p, d) in zip(po{s}, {sizes}))"
         )
     return [*lines, f"lead = (*{a}.shape[:-{n}], *po{s}[:-1])", "R = torch.Size(lead).numel()"]
+
+
+def rows_per_batch(plan: Plan, stage: StagePlan) -> str:
+    """BR, the rows of one batch, where a value is per column of each batch (Kind.BCOL: a
+    column statistic over the last leading dim, or an input broadcast along it, [B, 1, C]
+    beside [B, D, C]); else every row (BR unused)."""
+    batched = stage.batched_cols or any(n.kind is Kind.BCOL for n in plan.graph.nodes)
+    return "BR = lead[-1]" if batched else "BR = R"

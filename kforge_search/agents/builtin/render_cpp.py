@@ -274,7 +274,7 @@ def stage_lines(
     rest = [f"# stage {s}: {what}", w_line, *r.stage_sizes(plan, stage, a, f"w{s}", layout)]
     pre_start, pre_n, post_start, post_n, pool_fn, pool_src, pool_dst = epi
     sizes = [f"BT{s}", f"M{s}", f"N{s}", f"K{s}", f"NC{s}", "R", f"SEG{s}", "G", f"POOL{s}", "BR"]
-    rest.append("BR = lead[-1]" if stage.batched_cols else "BR = R")  # rows of one batch
+    rest.append(r.rows_per_batch(plan, stage))
     layout_values = [
         *(pool_fn, pool_src, pool_dst, _layout_code(g, layout)),
         *(genome.block_m, genome.block_n, genome.block_k, genome.parallel_work),

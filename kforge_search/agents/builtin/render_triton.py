@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from kforge_search.agents.builtin import render as r
-from kforge_search.agents.builtin.genome import TritonGenome
+from kforge_search.agents.builtin.genome import TritonGenome, flat
 from kforge_search.agents.builtin.ops import TRITON_HELPERS
 from kforge_search.agents.builtin.plan import Plan, StagePlan
 from kforge_search.agents.builtin.source import model_source
@@ -161,6 +161,14 @@ class StageWriter:
                 ]
                 grid = f"(triton.cdiv(M{s}, wbm{s}) * triton.cdiv(NC{s}, wbn{s}), 1, BT{s})"
                 consts = self._consts(f"wbm{s}", f"wbn{s}")
+            if flat(gn) and st.gemm.window is None and st.pool is None:
+                # rows shorter than the tile: more of them per tile, as many elements
+                lines += [
+                    f"fbn{s} = min({gn.block_n}, max(16, triton.next_power_of_2(NC{s})))",
+                    f"fbm{s} = {gn.block_m * gn.block_n} // fbn{s}",
+                ]
+                grid = f"(triton.cdiv(M{s}, fbm{s}) * triton.cdiv(NC{s}, fbn{s}), 1, BT{s})"
+                consts = self._consts(f"fbm{s}", f"fbn{s}")
             if self.stage.pool is not None:  # whole windows per tile where the size allows
                 lines += [
                     f"pw{s} = POOL{s} if POOL{s} & (POOL{s} - 1) == 0 and POOL{s} <= {gn.block_n}"
@@ -288,7 +296,7 @@ class StageWriter:
             *b_lines,
         ]
         rest += r.stage_sizes(self.plan, st, a, f"w{s}", layout)
-        rest.append("BR = lead[-1]" if st.batched_cols else "BR = R")  # rows of one batch
+        rest.append(r.rows_per_batch(self.plan, st))
         if st.gemm.window is not None:
             rest += _window_args(st)
         a_batch, b_batch = (f"{a}.stride(0)", f"w{s}.stride(0)") if st.gemm.batched else ("0", "0")
