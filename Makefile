@@ -20,11 +20,12 @@ run: $(STAMP)
 	$(BIN)/kforge search level2/01_gemm_bias_relu --platform cpu-cpp --sizes ci \
 		--lineages 2 --generations 2 --db kforge.duckdb
 
+# two workers (pytest-xdist): the CI machine's two cores (test_families alone: 130 -> 76 s)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 test-all: $(STAMP)  # the slow tests too (exhaustive sweeps, one C++ build per attack)
-	KFORGE_SLOW=1 $(BIN)/python -m pytest -q
+	KFORGE_SLOW=1 $(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -58,6 +58,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """The C++ extensions the tests to run need, built first, two at a time (prebuild.py)."""
     if session.config.option.collectonly:
         return
+    if os.environ.get("PYTEST_XDIST_WORKER", "gw0") != "gw0":
+        return  # under pytest-xdist the first worker builds; the others find them built
     from tests import prebuild
 
     run = [item.nodeid for item in session.items if not item.get_closest_marker("skip")]

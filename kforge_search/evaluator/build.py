@@ -45,10 +45,14 @@ def cache_cpp_builds(
     original = cpp_extension.load_inline
     hooks = getattr(original, "_kforge_hooks", None)
     if getattr(original, "_kforge_cached", False):
+        # installed already (by the screen, say, without a wrap): this caller's wrap and
+        # audit from now on (a launch counter left out counted no launch of a later build)
         if hooks is not None and audit is not None:
             hooks["audit"] = audit
+        if hooks is not None and wrap is not None:
+            hooks["wrap"] = wrap
         return
-    hooks = {"audit": audit}
+    hooks: dict[str, Any] = {"audit": audit, "wrap": wrap}
 
     def load_inline(name: str, cpp_sources: Any, *args: Any, **kwargs: Any) -> Any:
         if kwargs.get("build_directory") is None:
@@ -63,7 +67,8 @@ def cache_cpp_builds(
             module = original(name, cpp_sources, *args, **kwargs)
         if hooks["audit"] is not None:
             check_extension(module, hooks["audit"])
-        return wrap(module, kwargs.get("functions")) if wrap else module
+        wrapper = hooks["wrap"]
+        return wrapper(module, kwargs.get("functions")) if wrapper else module
 
     load_inline._kforge_cached = True  # type: ignore[attr-defined]
     load_inline._kforge_hooks = hooks  # type: ignore[attr-defined]
