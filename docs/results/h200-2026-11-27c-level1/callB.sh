@@ -1,0 +1,22 @@
+set -u
+tar xJf .device-site/site.tar.xz -C /tmp && export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 KFORGE_CACHE_DIR=/tmp/kfc
+mkdir -p /tmp/kfc; [ -f out/kb/kfc.tar ] && tar xf out/kb/kfc.tar -C /tmp/kfc
+R=$OUT/r; mkdir -p $R
+nvidia-smi --query-gpu=name,memory.total --format=csv > $R/gpus.txt
+cp out/kb/commit.txt $R/commit-3.txt
+T0=$(date +%s); B=${BUDGET:-520}
+left() { echo $(( B - ($(date +%s) - T0) )); }
+bench() { # gpu policy out extra...
+  local g=$1 p=$2 o=$3; shift 3
+  ( export CUDA_VISIBLE_DEVICES=$g KFORGE_LOCK_JOURNAL=$R/locks-$g.txt
+    timeout --signal=INT --kill-after=15 $(left) python -m kforge_search bench out/kb/level1 --platform cuda-triton --policy $p --budget 2 --jobs 4 --resume --out $R/$o "$@" >> $R/$o.log 2>&1 ) ; }
+( bench 0 strict strict0 --rest-of out/kb/r2strict --shard 0/2; bench 0 strict oom49 --match 49_Max ) &
+( bench 1 strict strict1 --rest-of out/kb/r2strict --shard 1/2; bench 1 strict oom43 --match 43_Max ) &
+( bench 2 loose loose --rest-of out/kb/r2loose ) &
+( export CUDA_VISIBLE_DEVICES=3; timeout $(left) python out/kb/tiles.py c > $R/tiles-c.jsonl 2> $R/tiles-c.err ) &
+pids="$(jobs -p)"
+( while true; do echo "t=$(( $(date +%s) - T0 ))"; nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader; sleep 15; done >> $R/mon.txt 2>&1 ) &
+mon=$!; wait $pids; kill $mon
+tar czf $OUT/r.tgz -C $OUT r && rm -rf $R
+tar cf $OUT/kfc.tar --exclude=./references --exclude=./triton --exclude=./torch_extensions --exclude=./pycache -C /tmp/kfc .
+ls -la $OUT
