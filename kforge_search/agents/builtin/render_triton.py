@@ -214,11 +214,14 @@ class StageWriter:
             segments = "G" if st.segmented else "1"
             block = f"min({gn.pass_block}, max(16, triton.next_power_of_2({seg})))"
             consts = f"BLOCK=pass_block, num_warps={gn.pass_warps}"
-            launch = _launch(kernel, f"(R, {segments})", [], sizes, consts)
+            many = f"{seg} <= _KF_SHORT_ROW and R * {segments} >= _KF_MANY_ROWS"
+            rpp = f"rpp = _KF_RPP if {many} else 1"  # rows per program (rows.py.j2)
+            grid = f"(triton.cdiv(R, rpp), {segments})"
+            launch = _launch(kernel, grid, [], sizes, f"{consts}, RPP=rpp")
             if not gn.pass_programs or one or not splittable(self.plan, st):
-                return [f"pass_block = {block}", launch]
+                return [f"pass_block = {block}", rpp, launch]
             parts = self._split_pass(st, leaves, kernel.name, segments, seg, sizes, consts, launch)
-            return [f"pass_block = {block}", *parts]
+            return [f"pass_block = {block}", rpp, *parts]
         consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
         batched = st.batched_cols and not one
         sizes.append("BR" if batched else "R")  # the rows each program walks
@@ -398,5 +401,6 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         presplit=any(w.presplit for w in writers),
         bf16=genome.precision in BF16,
         lowp=any(low_dot(plan, st) for st in plan.stages),
+        many_rows=any("_KF_RPP" in line for line in body),
         body="\n".join(body),
     )
