@@ -135,12 +135,40 @@ class Converter:
         return node_id
 
     def leaf(self, leaf: Leaf, dims: Dims, ref: T | None = None) -> T:
-        kind = kind_of(dims, self.lead)
+        try:
+            kind = kind_of(dims, self.lead)
+        except UnsupportedError:
+            expanded = self._expanded(leaf, dims)
+            if expanded is None:
+                raise
+            self.read[leaf.expr] = _numel(leaf.shape)  # what must move: the leaf itself
+            leaf, dims = expanded
+            kind = kind_of(dims, self.lead)
         space = ref.space if ref else self.space
         inner = self._inner(leaf, dims, kind)
         self.read[leaf.expr] = _numel(leaf.shape)
         node_id = self._add(lambda i: Load(i, kind, leaf.expr, space, inner))
         return T(node_id, dims, leaf.shape, space, self.stage)
+
+    def _expanded(self, leaf: Leaf, dims: Dims) -> tuple[Leaf, Dims] | None:
+        """A leaf broadcast along some leading dims but not others (a [S, C] table beside
+        [B, S, C], or [B, 1, 1, C] beside [B, S, T, C]), as the first stage's view of it
+        expanded to every leading dim (a copy the forward makes; each row then its own):
+        None where it is not such a leaf (a later stage's `lead` is not the forward's)."""
+        if self.stage != 0 or self.space_ref is None:
+            return None
+        ncols = len(self.space_ref.dims) - len(self.lead)
+        k = len(dims) - ncols  # the leaf's leading positions (right-aligned)
+        leads = [t for t in dims[: max(k, 0)] if t != 1]
+        if (
+            k <= 0
+            or not set(leads) <= set(self.lead)
+            or any(isinstance(t, str) and t.startswith("L") for t in dims[k:])
+        ):
+            return None
+        sizes = tuple(self.token_size[t] for t in self.lead)
+        expr = f"{leaf.expr}.expand(*lead, *{leaf.expr}.shape[{k}:])"
+        return Leaf(expr, (*sizes, *leaf.shape[k:])), (*self.lead, *dims[k:])
 
     def _inner(self, leaf: Leaf, dims: Dims, kind: Kind) -> int:
         """Where the columns are several tokens (C, C1, ...), a leaf over some of them only:
@@ -180,7 +208,11 @@ class Converter:
             else:
                 dims.append(self._token_of_size(leaf, size, (*ref.dims, *dims)))
         out = tuple(reversed(dims))
-        if kind_of(out, self.lead) in (Kind.MAT, Kind.SEG) and not canonical(out):
+        try:
+            kind: Kind | None = kind_of(out, self.lead)
+        except UnsupportedError:
+            kind = None  # some leading dims only: leaf() expands it, or says why not
+        if kind in (Kind.MAT, Kind.SEG) and not canonical(out):
             raise UnsupportedError(
                 "broadcast",
                 f"{leaf.expr} of shape {leaf.shape}: a "
