@@ -286,7 +286,10 @@ class StageWriter:
         st, s, gn = self.stage, self.s, self.genome
         a_lines, a = r.a_operand(self.plan, st)
         g = st.gemm
-        if gn.precision in K_MAJOR and isinstance(g.a, str) and not g.anchor and not g.window:
+        dot = not g.anchor and not g.window
+        if gn.precision == "tf32rn" and dot:  # rounded to nearest tf32, K-major (a copy)
+            a_lines = [*a_lines, f"{a} = _kf_tf32rn({a})"]
+        elif gn.precision in K_MAJOR and isinstance(g.a, str) and dot:
             # a transposed input (`A.T @ B`) K-major too: free where it already is
             a_lines = [*a_lines, f"{a} = {a}.contiguous()  # K-major rows for tf32 dots"]
         b_lines, layout = _b_operand(st, gn)
@@ -347,7 +350,13 @@ def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
         if genome.precision == "bf16":
             derive += ".to(torch.bfloat16)"
     elif k_major and layout == "kn":  # an input or a computed value: its K-major copy per call
-        return [f"w{s} = {g.b}.transpose(-1, -2).contiguous()"], "nk"
+        copy = "_kf_tf32rn({})" if genome.precision == "tf32rn" else "{}.contiguous()"
+        return [f"w{s} = " + copy.format(f"{g.b}.transpose(-1, -2)")], "nk"
+    if genome.precision == "tf32rn":  # rounded to nearest tf32: a weight once, else per call
+        if g.b.startswith("self.") and not g.batched:
+            made = f"lambda w: _kf_tf32rn(w{derive})"
+            return [f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, {made})'], layout
+        return [f"w{s} = _kf_tf32rn({g.b})"], layout
     if not derive:
         return [f"w{s} = {g.b}"], layout
     return [f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, lambda w: w{derive})'], layout
@@ -402,5 +411,6 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         bf16=genome.precision in BF16,
         lowp=any(low_dot(plan, st) for st in plan.stages),
         many_rows=any("_KF_RPP" in line for line in body),
+        tf32rn=any("_kf_tf32rn(" in line for line in body),
         body="\n".join(body),
     )

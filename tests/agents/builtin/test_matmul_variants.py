@@ -187,12 +187,17 @@ def test_tf32_dots_get_k_major_operands(precision):
     get K-major copies (an input's per call, a parameter's once); others read as stored."""
     genome = TritonGenome(precision=precision)
     k_major = precision.startswith("tf32")
+    rn = precision == "tf32rn"  # the copies rounded to nearest tf32 (_kf_tf32rn) as made
     inputs = _source(PROBLEMS["einsum_2d"], "cpu-triton", genome)  # A @ B, B stored [K, N]
-    assert ("w0 = B.transpose(-1, -2).contiguous()" in inputs) == k_major, inputs
+    b_copy = (
+        "w0 = _kf_tf32rn(B.transpose(-1, -2))" if rn else "w0 = B.transpose(-1, -2).contiguous()"
+    )
+    assert (b_copy in inputs) == k_major, inputs
     transposed_a = _source(PROBLEMS["at_b"], "cpu-triton", genome)  # A.T @ B
-    assert ("a0 = a0.contiguous()" in transposed_a) == k_major
+    assert (("a0 = _kf_tf32rn(a0)" if rn else "a0 = a0.contiguous()") in transposed_a) == k_major
     weight = make("x_w", "return x @ self.w", init="self.w = nn.Parameter(torch.randn(29, 53))",
                   params="", args="x", init_inputs="[]",
                   inputs="[torch.randn(37, 29)]")  # fmt: skip
     source = _source(weight, "cpu-triton", genome)
-    assert ("lambda w: w.t().contiguous()" in source) == k_major, source
+    made = "lambda w: _kf_tf32rn(w.t().contiguous())" if rn else "lambda w: w.t().contiguous()"
+    assert (made in source) == k_major, source
