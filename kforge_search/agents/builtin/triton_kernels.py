@@ -141,6 +141,7 @@ def gemm_kernel(
         params=params.names,
         batched=stage.gemm.batched,
         anchor=anchor,
+        narrow=anchor and stage.gemm.window is None and mode == "full",
         precision=genome.precision,
         presplit=uses_presplit(stage, genome),
         promoted=promoted(genome),
