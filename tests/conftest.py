@@ -34,6 +34,12 @@ def _has_gpu() -> bool:
     return torch.cuda.is_available()
 
 
+# Files whose tests take the longest (the search CLI's: 150-360 s on 2 CPUs): under
+# pytest-xdist they go first, so that one worker runs them while the other runs the rest
+# (last in collection order, one worker ran the longest alone at the end)
+LONGEST = ("tests/search/test_search_cli.py", "tests/evaluator/test_devicelock.py")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """GPU tests skip without a GPU. Tests marked slow (exhaustive agent sweeps, one C++ build
     per attack, files with hard-coded sizes, and those tests/slow_tests.txt lists) run only
@@ -44,6 +50,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid in listed:
             item.add_marker(pytest.mark.slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the longest first, beside the rest
+        items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))
     no_gpu = pytest.mark.skip(reason="needs a CUDA GPU (run on the device)")
     slow = pytest.mark.skip(reason="slow: run with -m slow or KFORGE_SLOW=1 (make test-all)")
     gpu = _has_gpu()
