@@ -135,18 +135,17 @@ class Converter:
         return node_id
 
     def leaf(self, leaf: Leaf, dims: Dims, ref: T | None = None) -> T:
+        self.read[leaf.expr] = _numel(leaf.shape)  # what must move (not an expanded copy)
         try:
             kind = kind_of(dims, self.lead)
         except UnsupportedError:
             expanded = self._expanded(leaf, dims)
             if expanded is None:
                 raise
-            self.read[leaf.expr] = _numel(leaf.shape)  # what must move: the leaf itself
             leaf, dims = expanded
             kind = kind_of(dims, self.lead)
         space = ref.space if ref else self.space
         inner = self._inner(leaf, dims, kind)
-        self.read[leaf.expr] = _numel(leaf.shape)
         node_id = self._add(lambda i: Load(i, kind, leaf.expr, space, inner))
         return T(node_id, dims, leaf.shape, space, self.stage)
 
