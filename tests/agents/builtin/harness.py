@@ -82,6 +82,25 @@ def load_candidate(source: str, path: Path) -> Any:
     return module.ModelNew
 
 
+def outputs_with_constants(
+    source: str, problem: Problem, tmp: Path, shape: tuple[int, ...], **constants: Any
+) -> tuple[Any, Any]:
+    """(candidate, reference) outputs on one randn input of `shape`, the candidate module's
+    `constants` set first (thresholds that small sizes never reach, lowered by a test), the
+    candidate holding the reference's parameters."""
+    model_new = load_candidate(source, tmp / "candidate.py")
+    for name, value in constants.items():
+        setattr(sys.modules[model_new.__module__], name, value)
+    module = exec_problem(problem)
+    init = module.get_init_inputs()
+    _seed(0)
+    reference = module.Model(*init)
+    candidate = model_new(*init)
+    candidate.load_state_dict(reference.state_dict())
+    x = torch.randn(*shape)
+    return candidate(x), reference(x)
+
+
 def check(
     source: str, problem: Problem, tmp: Path, policy: str = "strict", trials: int = 3
 ) -> Check:

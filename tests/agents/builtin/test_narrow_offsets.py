@@ -6,7 +6,6 @@ ways: as the sizes make it (narrow) and with _KF_NARROW lowered to 1 (wide)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from kforge_search.agents.builtin import BuiltinAgent
 from kforge_search.agents.builtin.agent import seed_genome
 from kforge_search.platforms import get_platform
 from kforge_search.problem import load_problem
-from tests.agents.builtin.harness import load_candidate
+from tests.agents.builtin.harness import outputs_with_constants
 from tests.agents.builtin.test_families_gpu import problem_source
 
 AGENT = BuiltinAgent()
@@ -44,16 +43,8 @@ def test_offsets_narrow_and_wide(tmp_path: Path, name, forward, shape, init, ker
     assert not hasattr(draft, "message"), draft
     launches = [line for line in draft.source.splitlines() if "WIDE=" in line]
     assert any(k in line for line in launches for k in kernels), launches
-    model_new = load_candidate(draft.source, tmp_path / "candidate.py")
-    sys.modules[model_new.__module__]._KF_NARROW = narrow
-    namespace: dict = {}
-    exec(compile(problem.program(), str(path), "exec"), namespace)
-    torch.manual_seed(0)
-    reference = namespace["Model"]()
-    candidate = model_new()
-    candidate.load_state_dict(reference.state_dict())
-    x = torch.randn(*shape)
-    torch.testing.assert_close(candidate(x), reference(x), rtol=1e-4, atol=1e-5)
+    got, want = outputs_with_constants(draft.source, problem, tmp_path, shape, _KF_NARROW=narrow)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
 
 
 def test_wide_where_a_row_offset_may_pass_int32():

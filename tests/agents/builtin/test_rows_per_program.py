@@ -6,7 +6,6 @@ row count that RPP does not divide: each family of row statistics gives torch's 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ import torch
 from kforge_search.agents.builtin import BuiltinAgent, TritonGenome
 from kforge_search.platforms import get_platform
 from kforge_search.problem import load_problem
-from tests.agents.builtin.harness import load_candidate
+from tests.agents.builtin.harness import outputs_with_constants
 from tests.agents.builtin.test_families_gpu import problem_source
 
 AGENT = BuiltinAgent()
@@ -44,19 +43,10 @@ def test_several_rows_per_program(tmp_path: Path, name, forward, shape, init, rp
     draft = AGENT.synthesize(problem, get_platform("cpu-triton"), GENOME, "test")
     assert not hasattr(draft, "message"), draft
     assert "RPP=rpp" in draft.source, "no row pass: the case tests nothing"
-    model_new = load_candidate(draft.source, tmp_path / "candidate.py")
-    module = sys.modules[model_new.__module__]
-    module._KF_RPP, module._KF_MANY_ROWS = rpp, 1  # every row pass: rpp rows per program
-    namespace: dict = {}
-    exec(compile(problem.program(), str(path), "exec"), namespace)
-    torch.manual_seed(0)
-    reference = namespace["Model"]()
-    torch.manual_seed(0)
-    candidate = model_new()
-    candidate.load_state_dict(reference.state_dict())
-    x = torch.randn(*shape)
-    want = reference(x)
-    got = candidate(x)
+    # every row pass: rpp rows per program
+    got, want = outputs_with_constants(
+        draft.source, problem, tmp_path, shape, _KF_RPP=rpp, _KF_MANY_ROWS=1
+    )
     if want.dtype == torch.int64:
         assert torch.equal(got, want)
     else:
