@@ -80,6 +80,10 @@ def _has_dot(stage: object) -> bool:
     return gemm is not None and not gemm.anchor and gemm.window is None
 
 
+# tf32 tiles: loose's seed, and strict's where PyTorch's TF32 passed it (_tf32_step)
+TF32_TILE = dict(block_m=128, block_n=256, block_k=32, num_stages=3)
+
+
 def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
     """Defaults tuned for an H100 (Triton) or a multi-core x86 CPU (C++)."""
     if platform.language == "cpp":
@@ -89,7 +93,7 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         precision = "ieee"
     shapes = {
         "tf32x3": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
-        "tf32": dict(block_m=128, block_n=256, block_k=32, num_stages=3),
+        "tf32": dict(TF32_TILE),
         "ieee": dict(block_m=128, block_n=128, block_k=64, num_stages=3),
     }[precision]
     if not plan.graph.work.gemms:  # tiles anchored by nothing: wide rows of a few warps
@@ -124,8 +128,10 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         # 16 programs, ran 4.47 ms against TF32 cuBLAS's 0.38)
         base = dataclasses.replace(base, block_m=64, block_n=64, block_k=64, num_warps=4)
         tiles = min(-(-b * m // 64) * -(-n // 64) for b, m, n, _ in plan.graph.work.gemms)
+        # slices enough for two programs per SM (H200, 6_large_K's 16 tiles: 8 slices ran
+        # bf16x3 in 1.27 ms, 16 in 0.77)
         base = dataclasses.replace(
-            base, split_k=min(16, 1 << max(0, (132 // tiles).bit_length() - 1))
+            base, split_k=min(16, 1 << max(0, (2 * 132 // tiles).bit_length() - 1))
         )
         if base.precision == "tf32" and "bf16x3" in gen.admissible_precisions(policy):
             # (H200, 6_large_K under loose, 64 x 64 x 64 tiles in 8 slices: tf32 dots 3.80
@@ -169,18 +175,21 @@ def search_policy(context: Context) -> str:
 
 
 def _tf32_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]]:
-    """Where the search may take tf32 under strict (search_policy): the seed's tiles in one
-    tf32 dot (tf32rn: its operands rounded to nearest first), tried after the three-dot
-    schemes. A plain tf32 dot, tried first, failed strict on all 5 GEMMs of level 1 where
-    PyTorch's TF32 passed and it was tried (H200, 1_Square, 10, 13, 16, 17 at published
-    sizes), and a budget of 2 spent its second evaluation on it: 0.10-0.22x of the peer where
-    bf16x3 gave 0.29-0.36x. (Triton's tf32 dot takes the operands' top bits as they are;
-    cuBLAS rounds them to nearest: on all-positive inputs the truncation's bias adds up.)"""
+    """Where the search may take tf32 under strict (search_policy): one tf32 dot (tf32rn: its
+    operands rounded to nearest first) in the tiles loose seeds its tf32 with, tried before
+    the three-dot schemes. H200 at published sizes (1_Square, 2, 10, 13, 16, 17, 18): tf32rn's
+    largest error matched PyTorch's TF32 to three digits on all 7 and ran 0.49-0.85 ms in the
+    seed's 128 x 128 tiles against bf16x3's 1.14-2.28 (loose's tf32 in 128 x 256 x 32 tiles:
+    0.33-0.68). A plain tf32 dot failed strict on all 5 GEMMs where PyTorch's TF32 passed and
+    it was tried: Triton's tf32 dot takes the operands' top bits as they are, cuBLAS rounds
+    them to nearest, and on all-positive inputs the truncation's bias adds up."""
     if not policy.endswith(gen.WITH_TF32) or not isinstance(seed, TritonGenome):
         return []
     if seed.precision != "tf32x3" or not any(_has_dot(st) for st in plan.stages):
         return []
     tf32 = dataclasses.replace(seed, precision="tf32rn", x3="triton")
+    if seed.split_k == 1:  # (few tiles over a long K keep theirs)
+        tf32 = dataclasses.replace(tf32, **{**TF32_TILE, "block_m": seed.block_m})
     return [(gen.repair(tf32, policy), TF32_NOTE)]
 
 
@@ -301,7 +310,7 @@ class BuiltinAgent:
         policy = search_policy(context)
         if any(p.result.ok for p in context.parents):
             base = tuple(p.draft.id for p in context.parents if p.draft.genome == seed)[:1]
-            steps = [*_three_dot_steps(plan, seed), *_tf32_step(plan, seed, policy)]
+            steps = [*_tf32_step(plan, seed, policy), *_three_dot_steps(plan, seed)]
             for genome, note in steps:
                 if genome not in tried and len(drafts) < wanted:
                     drafts.append(self._draft(context, genome, note, base))

@@ -121,6 +121,7 @@ class Converter:
         self.updates: list[Update] = []  # buffers the forward updates in place
         self.token_size: dict[str, int] = {}  # the current space's dims tokens -> traced size
         self.anchored: dict[str, T] = {}  # an input read as the current stage's tile
+        self.cols_from = -1  # the first stage's anchor input: its columns from this dim
         self.space_ref: T | None = None  # the current stage's tile: leaves align against it
         self.totals: set[int] = set()  # statistics of all of the space, and values of them
         self.col_sizes: tuple[str, ...] = ()  # see Graph.col_sizes
@@ -283,7 +284,9 @@ class Converter:
         inputs = [e for e, t in self.anchored.items() if t.id == old.id]
         source: int | str = inputs[0] if inputs else old.id
         self.stage += 1
-        node_id = self._add(lambda i: Gemm(i, source, "", "none"))
+        # an input read again as the first stage read it (its columns from the same dim)
+        cols = self.cols_from if isinstance(source, str) else -1
+        node_id = self._add(lambda i: Gemm(i, source, "", "none", cols_from=cols))
         tile = T(node_id, old.dims, old.shape, old.space, self.stage)
         self.anchored = {inputs[0]: tile} if inputs else {}
         self.space_ref = tile
@@ -442,7 +445,7 @@ class Converter:
         if self.stage >= 0:
             raise UnsupportedError("an op on inputs alone after the first stage", leaf.expr)
         if first is None:
-            first = columns_from(self.traced.graph_module, len(leaf.shape))
+            first = columns_from(self.traced.graph_module, tuple(leaf.shape))
         lead_shape, col_shape = leaf.shape[:first], leaf.shape[first:]
         self.lead = tuple(f"L{i}" for i in range(len(lead_shape)))
         self.read[leaf.expr] = _numel(leaf.shape)
@@ -453,6 +456,7 @@ class Converter:
         self.token_size.update(zip(cols, col_shape, strict=True))
         if len(cols) > 1:
             self.col_sizes = tuple(f"{leaf.expr}.shape[{first + i}]" for i in range(len(cols)))
+        self.cols_from = first
         node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "none", cols_from=first))
         out = T(node_id, (*self.lead, *cols), leaf.shape, 0, self.stage)
         self.anchored = {leaf.expr: out}

@@ -92,3 +92,25 @@ def test_one_long_row_runs_in_more_than_256_parts(verify):
     result = verify(source, problem)
     assert result.ok, result.message
     assert result.launches >= 2
+
+
+WHOLE = {  # a reduction of every element of a 4-D input: 3 rows of 700 x 5 x 4
+    "frobenius": "return x / torch.norm(x, p='fro')",
+    "sum": "return x.sum()",
+    "mean_of_squares": "return torch.mean(x * x)",
+    "l1": "return torch.sum(torch.abs(x))",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE))
+@pytest.mark.parametrize("rand", ["rand", "randn"])
+def test_a_whole_tensor_statistic_takes_rows_of_the_leading_dim(verify, name, rand):
+    """Rows of every dim but the first (split.WHOLE_ROWS): each a long row pass in parts,
+    then a short pass over the 3 rows' results. Rows of the last dim alone left 37_Frobenius'
+    second pass (one program) walking 3.7 M results."""
+    problem = _one(name, WHOLE[name], f"[torch.{rand}(3, 700, 5, 4)]")
+    source = _source(problem, SPLIT)
+    assert "x.reshape(-1, x.shape[1:].numel())" in source
+    assert "_part0[(R, " in source
+    result = verify(source, problem)
+    assert result.ok, result.message
