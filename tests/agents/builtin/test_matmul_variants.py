@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from kforge_search.agents.builtin import BuiltinAgent, CppGenome, TritonGenome
 from kforge_search.agents.builtin.agent import analyze
@@ -201,3 +202,24 @@ def test_tf32_dots_get_k_major_operands(precision):
     source = _source(weight, "cpu-triton", genome)
     made = "lambda w: _kf_tf32rn(w.t().contiguous())" if rn else "lambda w: w.t().contiguous()"
     assert (made in source) == k_major, source
+
+
+def test_rows_not_16_byte_aligned_still_go_through_tma(tmp_path: Path, verify):
+    """A K of 45 (180-byte rows, as 8_Matmul_with_irregular_shapes' 2949): the TMA unit
+    needs rows 16-byte aligned, so the operands are read from an aligned copy of the same
+    shape (_kf_aligned), not by the masked pointer loads that ran 18 ms on the H200."""
+    from tests.agents.builtin.harness import load_candidate
+
+    problem = _two("irregular", "return torch.matmul(A, B)",
+                   "torch.randn(37, 45)", "torch.rand(45, 23)")  # fmt: skip
+    genome = TritonGenome(precision="ieee", loads="tma", block_m=16, block_n=16, block_k=16)
+    source = _source(problem, "cpu-triton", genome)
+    result = verify(source, problem)
+    assert result.ok, result.message
+    module = __import__("sys").modules[load_candidate(source, tmp_path / "c.py").__module__]
+    a, b = torch.randn(37, 45), torch.randn(23, 45)  # B K-major, as the weight copy is
+    da, db = module._kf_descs(a, b, 16, 16, 16, False)
+    assert da is not None and db is not None, "no TMA for rows of 180 bytes"
+    for desc, t in ((da, a), (db, b)):
+        assert list(desc.shape) == list(t.shape) and desc.strides[0] % 4 == 0
+        assert torch.equal(desc.base[:, :45], t)
