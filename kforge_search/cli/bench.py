@@ -337,6 +337,14 @@ def bench_cmd(
     lineages: Annotated[
         int | None, typer.Option(help="--throughput: lineages per problem (default 2)")
     ] = None,
+    per_gpu: Annotated[
+        int | None,
+        typer.Option(
+            "--per-gpu",
+            help="--throughput: evaluator actors sharing each GPU (default: as many as the "
+            "node's cores keep busy, 2 each, at most 8)",
+        ),
+    ] = None,
     fmt: FormatOpt = "table",
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p
@@ -367,15 +375,15 @@ def bench_cmd(
                                 search_efficiency=search_efficiency, jobs=jobs != 1,
                                 shard=shard is not None, merge=bool(merge),
                                 rest_of=rest_of is not None)  # fmt: skip
-        for name, value in (("--budget", budget), ("--lineages", lineages)):
+        for name, value in (("--budget", budget), ("--lineages", lineages), ("--per-gpu", per_gpu)):
             if value is not None and value < 1:
                 fail(f"{name} {value}: needs at least 1")
         run_throughput(
             suite, match, platform, policy or "loose", lineages or 2, budget, sizes, seed,
-            10.0 if duration is None else duration, out, fmt,
+            10.0 if duration is None else duration, out, fmt, per_gpu,
         )  # fmt: skip
         return
-    for name, value in (("--duration", duration), ("--lineages", lineages)):
+    for name, value in (("--duration", duration), ("--lineages", lineages), ("--per-gpu", per_gpu)):
         if value is not None:
             fail(f"{name} is an option of --throughput", f"add --throughput, or leave out {name}")
     if suite is None:

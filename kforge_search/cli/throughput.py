@@ -30,6 +30,7 @@ def run_throughput(
     minutes: float,
     out: str,
     fmt: str,
+    per_gpu: int | None = None,
 ) -> None:
     """Measure, print the figures (`fmt`: table or json) and write OUT/throughput.json."""
     from kforge_search.cli.common import fail
@@ -44,7 +45,7 @@ def run_throughput(
     try:
         config = ThroughputConfig(
             out=Path(out), problems=tuple(names), platform=platform, policy=policy,
-            lineages=lineages, sizes=sizes, seed=seed, duration_s=minutes * 60,
+            lineages=lineages, sizes=sizes, seed=seed, duration_s=minutes * 60, per_gpu=per_gpu,
             **({"generations": generations} if generations else {}),
         )  # fmt: skip
     except ValueError as exc:

@@ -168,6 +168,8 @@ def test_measurement_settings_are_checked(tmp_path):
     cmd = config.command()
     assert cmd[cmd.index("--sizes") + 1] == "ci" and cmd[cmd.index("--workers") + 1] == "2"
     assert "--per-gpu" not in cmd and config.db == tmp_path / "search-w2.duckdb"
+    cmd = ThroughputConfig(tmp_path, per_gpu=12).command()  # bench --throughput --per-gpu 12
+    assert cmd[cmd.index("--per-gpu") + 1] == "12" and "--workers" not in cmd
 
 
 def _app() -> typer.Typer:
@@ -189,6 +191,8 @@ def test_bench_throughput_bad_input_gets_a_clear_error(tmp_path):
         (["--platform", "tpu", "--throughput"], "unknown platform 'tpu'"),
         (["--platform", "cpu-cpp", "--throughput", "--duration", "0"], "--duration 0: needs"),
         (["--platform", "cpu-cpp", "--duration", "5"], "--duration is an option of --throughput"),
+        (["--platform", "cpu-cpp", "--per-gpu", "4"], "--per-gpu is an option of --throughput"),
+        (["--platform", "cpu-cpp", "--throughput", "--per-gpu", "0"], "--per-gpu 0: needs"),
         (["--platform", "cpu-cpp", "--throughput", "--jobs", "2"], "--jobs is not an option"),
         (["--platform", "cpu-cpp", "--throughput", "--policy", "lax"], "unknown numeric policy"),
         (["--platform", "cpu-cpp", "--throughput", "--match", "nothing"], "no problems to search"),
