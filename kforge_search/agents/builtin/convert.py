@@ -51,6 +51,16 @@ class Leaf:
     expr: str
     shape: tuple[int, ...]
     transposed: bool = False
+    swap_of: str = ""  # the input whose view (dims 0 and 1 swapped) `expr` is: swap_lead
+
+
+def swap_lead(leaf: Leaf) -> Leaf:
+    """An input of rank 3 or more viewed with its first two dims swapped ([N, C, *pixels]
+    as [C, N, *pixels]): a stage anchored by it reads the input in place (Gemm.swap_of)."""
+    if leaf.transposed or leaf.swap_of or len(leaf.shape) < 3:
+        raise UnsupportedError("a swap of the leading dims", f"of {leaf.expr} {leaf.shape}")
+    shape = (leaf.shape[1], leaf.shape[0], *leaf.shape[2:])
+    return Leaf(f"{leaf.expr}.transpose(0, 1)", shape, swap_of=leaf.expr)
 
 
 @dataclass(frozen=True)
@@ -280,6 +290,7 @@ class Converter:
             return None
         if len({t.id for t in spread}) > 1:
             raise UnsupportedError(fn, "two values over the space after a statistic of all of it")
+        self._no_stage_after_swap(fn)
         old = spread[0]
         inputs = [e for e, t in self.anchored.items() if t.id == old.id]
         source: int | str = inputs[0] if inputs else old.id
@@ -299,6 +310,12 @@ class Converter:
             return a
 
         return self.ew(fn, *(swap(a) for a in args))
+
+    def _no_stage_after_swap(self, what: str) -> None:
+        """A stage that reads its input in place with the leading dims swapped stores its
+        values in that input's layout, not in rows: no later stage reads them."""
+        if any(isinstance(n, Gemm) and n.swap_of for n in self.nodes):
+            raise UnsupportedError(what, "after a stage over an input's swapped leading dims")
 
     def stat(self, fn: str, x: T, dim: int, keepdim: bool) -> T:
         """sum / max / min over one dim: the last (columns or segment), or rows (dim 0)."""
@@ -418,6 +435,7 @@ class Converter:
         else:
             if a.dims != (*self.lead, "C") or kind_of(a.dims, self.lead) is not Kind.MAT:
                 raise UnsupportedError("GEMM on a reshaped value", str(a.dims))
+            self._no_stage_after_swap("a GEMM")
             a_ref, lead_shape = a.id, a.shape[:-1]
         n = b.shape[-2] if b_layout == "nk" else b.shape[-1]
         k = b.shape[-1] if b_layout == "nk" else b.shape[-2]
@@ -457,7 +475,8 @@ class Converter:
         if len(cols) > 1:
             self.col_sizes = tuple(f"{leaf.expr}.shape[{first + i}]" for i in range(len(cols)))
         self.cols_from = first
-        node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "none", cols_from=first))
+        swap = leaf.swap_of if first == 1 else ""  # read in place: rows are its dim 1
+        node_id = self._add(lambda i: Gemm(i, leaf.expr, "", "none", cols_from=first, swap_of=swap))
         out = T(node_id, (*self.lead, *cols), leaf.shape, 0, self.stage)
         self.anchored = {leaf.expr: out}
         self.space_ref = out

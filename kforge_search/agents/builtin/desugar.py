@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kforge_search.agents.builtin.convert import Converter, Leaf, T
+from kforge_search.agents.builtin.convert import Converter, Leaf, T, swap_lead
 from kforge_search.agents.builtin.dims import is_col, is_seg
 from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError, Update
 
@@ -221,15 +221,16 @@ def batch_norm_channels(
 ) -> T:
     """BatchNorm2d/3d of a program's input [N, C, *pixels]: statistics per channel over
     the batch and the pixels. The input is read channel-major (its view [C, N, *pixels],
-    copied to rows once): each channel is a row, its statistics row statistics; the output
-    is that space viewed back to [N, C, *pixels]. Training: batch statistics (biased), the
-    running statistics updated as torch does (unbiased variance); eval: running ones."""
+    read in place: Gemm.swap_of): each channel is a row, its statistics row statistics; the
+    output is that space viewed back to [N, C, *pixels]. Training: batch statistics
+    (biased), the running statistics updated as torch does (unbiased variance); eval:
+    running ones."""
     from kforge_search.agents.builtin import losses
 
     if not isinstance(x, Leaf) or x.transposed or len(x.shape) < 3 or cv.stage >= 0:
         raise UnsupportedError("batch_norm over channels", "only of a program's input")
-    n, c = x.shape[0], x.shape[1]
-    tile = cv.anchor(Leaf(f"{x.expr}.transpose(0, 1)", (c, n, *x.shape[2:])), first=1)
+    c = x.shape[1]
+    tile = cv.anchor(swap_lead(x), first=1)
     dims = tuple(range(1, len(x.shape)))
     per = (c,) + (1,) * (len(x.shape) - 1)  # a per-channel vector against [C, N, *pixels]
 

@@ -388,7 +388,8 @@ def _module(cv: Converter, node: Any, m: Any, path: str, a: A) -> Any:
             scalar(m.eps),
         ),
         **{f"InstanceNorm{d}d": lambda: _instance_norm(cv, m, path, x) for d in (1, 2, 3)},
-        "BatchNorm1d": lambda: _batch_norm(cv, m, path, x),
+        # [N, C, L] (an input, left unanchored): per-channel statistics as 2d / 3d
+        "BatchNorm1d": lambda: _batch_norm(cv, m, path, x, channels=_channels_first(m, a)),
         "BatchNorm2d": lambda: _batch_norm(cv, m, path, x, channels=True),
         "BatchNorm3d": lambda: _batch_norm(cv, m, path, x, channels=True),
     }
@@ -441,6 +442,13 @@ NO_ANCHOR_MODULES = {
 }  # fmt: skip
 
 
+def _channels_first(module: Any, args: A) -> bool:
+    """Whether a BatchNorm1d normalizes an input [N, C, L] per channel (batch_norm_channels,
+    as 2d and 3d do) rather than the features of [N, C] (batch_norm)."""
+    x = args[0] if args else None
+    return type(module).__name__ == "BatchNorm1d" and isinstance(x, Leaf) and len(x.shape) == 3
+
+
 def _anchored(cv: Converter, args: A, kwargs: K) -> tuple[A, K]:
     """The first op of a program on its inputs alone (no GEMM before it) opens a stage
     anchored by nothing: its largest tensor argument, read as rows of its last dim, stands
@@ -470,7 +478,7 @@ def _anchored(cv: Converter, args: A, kwargs: K) -> tuple[A, K]:
 def dispatch(cv: Converter, node: Any, args: A, kwargs: K, gm: Any) -> Any:
     if node.op == "call_module":
         module = gm.get_submodule(node.target)
-        if type(module).__name__ not in NO_ANCHOR_MODULES:
+        if type(module).__name__ not in NO_ANCHOR_MODULES and not _channels_first(module, args):
             args, kwargs = _anchored(cv, args, kwargs)
         return _module(cv, node, module, f"self.{node.target}", args)
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")

@@ -120,6 +120,13 @@ class Gemm:
     Anchored by a window reduction (`window`, b_layout "window"): the tile is the pooled
     input `a`, rows = its leading dims and every output spatial dim but the last, cols = the
     last; each tile element reduces its window of `a` (the kernels compute it, like an acc).
+    An anchor whose input `a` is another input's view with its first two dims swapped
+    (`x.transpose(0, 1)`, per-channel statistics of [N, C, *pixels]) and whose rows are that
+    view's first dim (cols_from 1) names that input in `swap_of`: its row r is then N
+    segments of PLANE (the product of the dims after the second) elements, segment n at
+    n * C * PLANE + r * PLANE of the input, which Triton's kernels read in place (no
+    transposed copy), writing the stage's [rows, cols] values in the input's layout too.
+    No stage follows such a stage (its values are not stored in rows).
     """
 
     id: int
@@ -130,6 +137,7 @@ class Gemm:
     kind: Kind = Kind.MAT
     window: Window | None = None  # b_layout "window": the pooling that makes the tile
     cols_from: int = -1  # an anchor's input: its dims from this one on are the columns
+    swap_of: str = ""  # an anchor's input `a` is this input's dims 0 and 1 swapped (above)
 
     @property
     def anchor(self) -> bool:

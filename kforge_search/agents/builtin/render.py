@@ -63,7 +63,11 @@ def stored_before(plan: Plan, stage: StagePlan) -> set[int]:
     return found
 
 
-def buffer_shape(kind: Kind, stage: int) -> str:
+def buffer_shape(kind: Kind, stage: int, swapped: bool = False) -> str:
+    """A buffer's shape; [rows, cols] values of a stage read in place with its input's
+    leading dims swapped (Gemm.swap_of) in that input's layout, rows of its first dim."""
+    if swapped and kind is Kind.MAT:
+        return f"(NC{stage} // PLANE, R * PLANE)"
     return {
         Kind.MAT: f"(R, NC{stage})",
         Kind.ROW: "(R,)",
@@ -74,11 +78,21 @@ def buffer_shape(kind: Kind, stage: int) -> str:
     }[kind]
 
 
-def output_line(plan: Plan) -> str:
+def output_line(plan: Plan, swapped: bool = False) -> str:
     """The return statement: the output buffer, viewed as the reference's shape (permuted
-    when the output's dims come in another order than the kernels', e.g. (1, N, B, 1))."""
+    when the output's dims come in another order than the kernels', e.g. (1, N, B, 1)).
+    `swapped`: the buffer is in the layout of an input read with its first two dims swapped
+    (Gemm.swap_of): the kernels' rows (L0) after their first column dim (C)."""
     out = f"b{plan.graph.output}"
     dims = plan.graph.out_dims
+    if swapped:
+        tokens = [t for t in dims if t != 1]
+        order = ["C", "L0", *(t for t in sorted(tokens, key=rank) if t not in ("C", "L0"))]
+        if order == tokens:
+            return f"return {out}.view({out_view(plan)})"
+        perm = ", ".join(str(order.index(t)) for t in tokens)
+        sizes = ", ".join(_size_expr(plan, t) for t in order)
+        return f"return {out}.view({sizes}).permute({perm}).view({out_view(plan)})"
     if plan.graph.out_shape:
         return f"return {out}.view({plan.graph.out_shape})"
     if dims == ("L0", "C") or dims == ("L0",):
@@ -130,22 +144,37 @@ def out_view(plan: Plan) -> str:
     return ", ".join(_size_expr(plan, t) for t in plan.graph.out_dims)
 
 
-def leaf_prep(names_tensors: dict[tuple[str, Kind], str], contiguous: bool = True) -> list[str]:
+def leaf_prep(
+    names_tensors: dict[tuple[str, Kind], str],
+    contiguous: bool = True,
+    swapped: dict[str, str] | None = None,
+) -> list[str]:
     """Leaves, made contiguous (kernels index them flat, rows of their last dim) unless the
-    library does that itself."""
+    library does that itself. `swapped` (name -> input): inputs read in place with their
+    leading dims swapped (Gemm.swap_of), passed as rows of their first dim."""
     tail = ".contiguous()" if contiguous else ""
+    swapped = swapped or {}
+
     # a full-size leaf is read as the space's rows (R of them, defined before) of columns:
     # rows of its last dim, or of its last dims where those together are the columns
-    return [
-        f"{name} = {expr}{'.reshape(R, -1)' if kind is Kind.MAT else ''}{tail}"
-        for (expr, kind), name in names_tensors.items()
-    ]
+    def prep(expr: str, kind: Kind, name: str) -> str:
+        if name in swapped:
+            return f"{swapped[name]}.reshape({swapped[name]}.shape[0], -1){tail}"
+        return f"{expr}{'.reshape(R, -1)' if kind is Kind.MAT else ''}{tail}"
+
+    return [f"{name} = {prep(expr, kind, name)}" for (expr, kind), name in names_tensors.items()]
 
 
-def stage_sizes(plan: Plan, stage: StagePlan, a: str, w: str, layout: str) -> list[str]:
-    """Forward lines naming the stage's sizes: M, K, N, pooling, NC, SEG."""
+def stage_sizes(
+    plan: Plan, stage: StagePlan, a: str, w: str, layout: str, in_place: bool = False
+) -> list[str]:
+    """Forward lines naming the stage's sizes: M, K, N, pooling, NC, SEG. `in_place`: an
+    input read with its leading dims swapped is `a` itself (a_operand)."""
     s = stage.index
     g = stage.gemm
+    if g.swap_of and in_place:  # R rows (the input's dim 1) of the rest of the input
+        lines = [f"M{s}, K{s} = R, 1", f"BT{s} = 1", f"N{s} = {a}.numel() // R"]
+        return [*lines, f"POOL{s} = 1", f"NC{s} = N{s}", _seg_line(plan, s)]
     if g.window is not None:  # the pooled output: R rows of its last dim, K per window
         volume = " * ".join(_int(k) for k in g.window.kernel)
         lines = [f"M{s}, K{s} = R, {volume}", f"BT{s} = 1", f"N{s} = po{s}[-1]"]
@@ -186,12 +215,21 @@ def inner_lines(plan: Plan) -> list[str]:
     return [f"INNER{k} = {' * '.join(sizes[-k:])}" for k in found]
 
 
-def a_operand(plan: Plan, stage: StagePlan) -> tuple[list[str], str]:
-    """Forward lines making the stage's A operand, and its name."""
+def a_operand(plan: Plan, stage: StagePlan, in_place: bool = False) -> tuple[list[str], str]:
+    """Forward lines making the stage's A operand, and its name. `in_place`: an anchor over
+    an input's swapped leading dims (Gemm.swap_of) is that input, PLANE its runs' length."""
     g = stage.gemm
     s = stage.index
     if g.window is not None:
         return window_lines(g, s), f"a{s}"
+    if g.swap_of and in_place:
+        x = g.swap_of
+        return [
+            f"a{s} = {x}  # read in place: rows are its dim 1",
+            f"lead = {x}.shape[1:2]",
+            f"R = {x}.shape[1]",
+            f"PLANE = {x}.shape[2:].numel()",
+        ], f"a{s}"
     if isinstance(g.a, str) and g.anchor and g.cols_from >= 0:  # an input, its columns given
         k = g.cols_from
         return [

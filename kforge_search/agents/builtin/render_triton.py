@@ -6,6 +6,7 @@ import dataclasses
 
 from kforge_search.agents.builtin import render as r
 from kforge_search.agents.builtin.genome import TritonGenome, flat
+from kforge_search.agents.builtin.ir import Kind
 from kforge_search.agents.builtin.ops import TRITON_HELPERS
 from kforge_search.agents.builtin.plan import Plan, StagePlan
 from kforge_search.agents.builtin.source import model_source
@@ -33,19 +34,24 @@ MAX_PARTS = 4096
 def _launch(kernel: Kernel, grid: str, head: list[str], sizes: list[str], consts: str) -> str:
     args = [*head, *kernel.args(), *sizes]
     if "WIDE: tl.constexpr" in kernel.source:  # int64 offsets only where int32 would not do
-        consts += f", WIDE={_wide(args)}"
+        consts += f", WIDE={_wide(args, 'PLANE' in kernel.params)}"
     return f"{kernel.name}[{grid}]({', '.join(args)}, {consts})"
 
 
-def _wide(args: list[str]) -> str:
+def _wide(args: list[str], swapped: bool = False) -> str:
     """Whether a row's offset (row times a tensor's row length) may pass int32 in a kernel
     launched with `args`: rows up to R plus a tile's (256), times the longest row it indexes
     (its tensors' `.shape[-1]`). int32 offsets: H200, 26_GELU 3.36 -> 3.22 ms, 47_Sum 2.16
-    -> 2.11 (compile 3.03, eager 2.07); the module's _KF_NARROW bounds them."""
+    -> 2.11 (compile 3.03, eager 2.07); the module's _KF_NARROW bounds them. `swapped`: the
+    kernel indexes tensors in a swapped stage's layout (Gemm.swap_of), whose row lengths
+    do not bound their offsets: their sizes too."""
     lengths = [a for a in args if a.endswith(".shape[-1]")]
     longest = (
         f" * max({', '.join(lengths)})" if len(lengths) > 1 else "".join(f" * {a}" for a in lengths)
     )
+    if swapped:
+        sizes = [f"{a.removesuffix('.shape[-1]')}.numel()" for a in lengths]
+        return f"max((R + 256){longest}, {', '.join(sizes)}) >= _KF_NARROW"
     return f"(R + 256){longest} >= _KF_NARROW"
 
 
@@ -60,6 +66,7 @@ class StageWriter:
         self.tma = uses_tma(stage, genome, "full")
         self.presplit = uses_presplit(stage, genome)
         self.b = f"wp{self.s}" if self.presplit else f"w{self.s}"  # what the kernels read
+        self.swapped = bool(stage.gemm.swap_of)  # its input read in place (Gemm.swap_of)
 
     def _gemm(self, name: str, mode: str, targets: tuple[int, ...], leaves: set[int]) -> Kernel:
         return gemm_kernel(
@@ -122,7 +129,7 @@ class StageWriter:
             return "int64" if graph.int_output else graph.dtype
 
         return [
-            f"b{n} = torch.empty({r.buffer_shape(self.plan.kind(n), self.s)}, "
+            f"b{n} = torch.empty({r.buffer_shape(self.plan.kind(n), self.s, self.swapped)}, "
             f"device=a0.device, dtype=torch.{dtype(n)})"
             for n in ids
         ]
@@ -298,7 +305,7 @@ class StageWriter:
     def lines(self) -> tuple[list[str], list[str]]:
         """(lines making A, the rest of the stage)."""
         st, s, gn = self.stage, self.s, self.genome
-        a_lines, a = r.a_operand(self.plan, st)
+        a_lines, a = r.a_operand(self.plan, st, in_place=True)
         g = st.gemm
         dot = not g.anchor and not g.window
         if gn.precision == "tf32rn" and dot:  # rounded to nearest tf32, K-major (a copy)
@@ -315,7 +322,7 @@ class StageWriter:
             + (f" + {st.axis} statistics" if st.tail else ""),
             *b_lines,
         ]
-        rest += r.stage_sizes(self.plan, st, a, f"w{s}", layout)
+        rest += r.stage_sizes(self.plan, st, a, f"w{s}", layout, in_place=True)
         rest.append(r.rows_per_batch(self.plan, st))
         if st.gemm.window is not None:
             rest += _window_args(st)
@@ -394,6 +401,14 @@ def _window_args(stage: StagePlan) -> list[str]:
     ]
 
 
+def _swapped_output(plan: Plan) -> bool:
+    """Whether the output buffer is in the layout of an input read in place with its leading
+    dims swapped: a [rows, cols] value of such a stage (Gemm.swap_of)."""
+    out = plan.graph.output
+    stage = plan.stage_of[out]
+    return plan.kind(out) is Kind.MAT and stage >= 0 and bool(plan.stages[stage].gemm.swap_of)
+
+
 def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: str) -> str:
     if plan.graph.low_precision:  # dots of the program's dtype: no tf32 / bf16 schemes
         genome = dataclasses.replace(genome, precision="ieee", x3="triton")
@@ -402,12 +417,12 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
     writers = [StageWriter(plan, st, genome, names) for st in plan.stages]
     parts = [w.lines() for w in writers]
     body = [*parts[0][0], r.groups_line(plan), *r.inner_lines(plan)]
-    body += r.leaf_prep(names.tensors)
+    body += r.leaf_prep(names.tensors, swapped=names.swapped)
     body += [f"{name} = float({src})" for src, name in names.scalars.items()]
     for i, (a_lines, rest) in enumerate(parts):
         body += (a_lines if i else []) + rest
     body += r.update_lines(plan)
-    body.append(r.output_line(plan))
+    body.append(r.output_line(plan, swapped=_swapped_output(plan)))
     model = model_source(problem_source)
     helpers = [TRITON_HELPERS[h] for h in TRITON_HELPERS if h in names.helpers]
     return r.render_template(

@@ -12,7 +12,7 @@ from kforge_search.agents.builtin.genome import TritonGenome
 from kforge_search.agents.builtin.ir import Ew, Graph, Kind, Scan, Stat
 from kforge_search.agents.builtin.ops import REDUCTIONS, T_ARG_DONE
 from kforge_search.agents.builtin.plan import Plan, StagePlan, scan_outs
-from kforge_search.agents.builtin.triton_lines import INDEX, Lines, Names, Params
+from kforge_search.agents.builtin.triton_lines import INDEX, Lines, Names, Params, signature
 
 VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL, Kind.BCOL}, "col": {Kind.MAT, Kind.ROW}}
 
@@ -110,7 +110,7 @@ def gemm_kernel(
 ) -> Kernel:
     graph, g, pool = plan.graph, stage.gemm.id, stage.pool
     params = Params()
-    lines = Lines(graph, "tile", names, params, leaves)
+    lines = Lines(graph, "tile", names, params, leaves, bool(stage.gemm.swap_of))
     anchor = stage.gemm.anchor
     tile = lines.compute(g) if anchor else f"v{g} = acc"  # an anchor's tile is loaded
     have, pre, pool_vars = {g}, [], None
@@ -138,7 +138,7 @@ def gemm_kernel(
         "triton/gemm.py.j2",
         name=name,
         mode=mode,
-        params=params.names,
+        params=signature(params.names),
         batched=stage.gemm.batched,
         anchor=anchor,
         narrow=anchor and stage.gemm.window is None and mode == "full",
@@ -168,7 +168,7 @@ def _window_vars(stage: StagePlan) -> dict[str, object] | None:
 def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]) -> Kernel:
     steps, params = _pass_steps(plan, stage, names, leaves)
     source = r.render_template(
-        f"triton/{stage.axis}s.py.j2", name=name, params=params.names, steps=steps
+        f"triton/{stage.axis}s.py.j2", name=name, params=signature(params.names), steps=steps
     )
     return Kernel(name, source, tuple(params.names))
 
@@ -290,7 +290,7 @@ def split_pass_kernels(
         ] + ([steps[last]] if last < len(steps) else [])  # the last: every statistic loaded
         own = f"{name}_part{k}" if last < len(steps) else f"{name}_final"
         source = r.render_template(
-            "triton/rows_split.py.j2", name=own, params=[*params.names, *ws], steps=mine
+            "triton/rows_split.py.j2", name=own, params=signature([*params.names, *ws]), steps=mine
         )
         kernels.append(Kernel(own, source, (*params.names, *ws)))
     return kernels, [(w, "float64") for w in ws]  # maxima and minima convert exactly
@@ -370,7 +370,7 @@ def _pass_steps(
 ) -> tuple[list[Step], Params]:
     graph, dialect = plan.graph, stage.axis
     params = Params()
-    lines = Lines(graph, dialect, names, params, leaves)
+    lines = Lines(graph, dialect, names, params, leaves, bool(stage.gemm.swap_of))
     vector = VECTOR_KINDS[dialect]
     mask = "mask_c" if dialect == "row" else "mask_r[:, None] & mask_c[None, :]"
     have: set[int] = set()

@@ -8,6 +8,10 @@
   per-column values are [1, BLOCK_C].
 `Names` gives every tensor, buffer and run-time scalar one name, shared by a kernel's
 parameters and by the forward that launches it.
+
+A stage over an input's swapped leading dims (Gemm.swap_of) reads that input in place and
+stores its [rows, cols] values in the input's layout: element (r, j) at
+r * PLANE + (j // PLANE) * ld + j % PLANE, ld the input's stride along its first dim.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from kforge_search.agents.builtin.ir import Ew, Gemm, Graph, Kind, Load, Scalar,
 from kforge_search.agents.builtin.ops import OPS, REDUCTIONS, T_TO_BF16
 
 SIZES = {"cols": "NC", "seg": "SEG", "rows": "R", "brows": "BR"}
+# Parameters declared tl.constexpr: PLANE, the length of a swapped stage's contiguous runs,
+# divides column indices (a division by a constant is a multiply and a shift)
+CONSTEXPR_PARAMS = ("PLANE",)
 # Each dialect's row and column index of an element of a [rows, cols] value (indexed ops)
 INDEX = {
     "tile": {"row": "rows[:, None]", "col": "cols[None, :]"},
@@ -33,9 +40,17 @@ class Names:
     tensors: dict[tuple[str, Kind], str] = field(default_factory=dict)
     scalars: dict[str, str] = field(default_factory=dict)
     helpers: set[str] = field(default_factory=set)
+    swapped: dict[str, str] = field(default_factory=dict)  # name -> the input read in place
 
     def tensor(self, expr: str, kind: Kind) -> str:
         return self.tensors.setdefault((expr, kind), f"t{len(self.tensors)}")
+
+    def swapped_input(self, view: str, base: str) -> str:
+        """The name of `view` (`base` with its dims 0 and 1 swapped) read in place: the
+        forward passes `base` itself, as rows of its first dim (Gemm.swap_of)."""
+        name = self.tensor(view, Kind.MAT)
+        self.swapped[name] = base
+        return name
 
     def scalar(self, source: str) -> str:
         return self.scalars.setdefault(source, f"c{len(self.scalars)}")
@@ -53,6 +68,11 @@ class Params:
         return name
 
 
+def signature(params: list[str]) -> list[str]:
+    """A kernel's parameters as its `def` declares them."""
+    return [f"{p}: tl.constexpr" if p in CONSTEXPR_PARAMS else p for p in params]
+
+
 def literal(value: float) -> str:
     if value != value or value in (float("inf"), float("-inf")):
         return f"float('{value}')"
@@ -66,6 +86,7 @@ class Lines:
     names: Names
     params: Params
     buffered: set[int]  # nodes read from their buffer b<id> instead of being computed
+    swapped: bool = False  # the stage's input and [rows, cols] buffers: Gemm.swap_of layout
 
     def operand(self, arg: int | Scalar | Size) -> str:
         if isinstance(arg, int):
@@ -85,7 +106,10 @@ class Lines:
             name = f"b{node_id}"
         elif isinstance(node, Gemm):  # an anchor: its input, read as a [rows, cols] tile
             assert node.anchor and isinstance(node.a, str)
-            name = self.names.tensor(node.a, Kind.MAT)
+            if self.swapped:
+                name = self.names.swapped_input(node.a, node.swap_of)
+            else:
+                name = self.names.tensor(node.a, Kind.MAT)
         else:
             assert isinstance(node, Load)
             name = self.names.tensor(node.tensor, node.kind)
@@ -94,10 +118,29 @@ class Lines:
             self.params.add(f"ld_{name}")
         return name, node.kind
 
+    def _at(self, name: str, swapped: bool) -> str:
+        """The offset of each element of a [rows, cols] tensor or buffer in this dialect:
+        rows of length ld, or where `swapped` (a swapped stage's input, read in place, and
+        its buffers) PLANE-long runs of a row at ld apart (Gemm.swap_of)."""
+        ld = f"ld_{name}"
+        if self.dialect == "row":
+            if not swapped:
+                return f"row64 * {ld} + cols"
+            plane = self.params.add("PLANE")
+            run = f"(cols // {plane}).to(row64.dtype)"
+            return f"row64 * {plane} + {run} * {ld} + cols % {plane}"
+        if not swapped:
+            return f"rows64[:, None] * {ld} + cols[None, :]"
+        plane = self.params.add("PLANE")
+        run = f"(cols // {plane}).to(rows64.dtype)"
+        return f"rows64[:, None] * {plane} + ({run} * {ld} + cols % {plane})[None, :]"
+
     def load(self, node_id: int) -> str:
         p, kind = self._ptr_and_ld(node_id)
-        ld = f"ld_{p}"
         node = self.graph.node(node_id)
+        # computed values of a swapped stage and its input are in the input's layout
+        swapped = self.swapped and (node_id in self.buffered or isinstance(node, Gemm))
+        mat = f"{p} + {self._at(p, swapped)}" if kind is Kind.MAT else ""
         # a per-column vector broadcast along the inner columns (see Load.inner)
         at = (
             f"cols // {self.params.add(f'INNER{node.inner}')}"
@@ -106,7 +149,7 @@ class Lines:
         )
         if self.dialect == "row":
             expr = {
-                Kind.MAT: f"tl.load({p} + row64 * {ld} + cols, mask=mask_c, other=0.0)",
+                Kind.MAT: f"tl.load({mat}, mask=mask_c, other=0.0)",
                 Kind.COL: f"tl.load({p} + {at}, mask=mask_c, other=0.0)",
                 Kind.ROW: f"tl.load({p} + row)",
                 Kind.SEG: f"tl.load({p} + row64 * G + seg)",
@@ -119,7 +162,7 @@ class Lines:
         else:
             both = "mask=mask_r[:, None] & mask_c[None, :], other=0.0"
             expr = {
-                Kind.MAT: f"tl.load({p} + rows64[:, None] * {ld} + cols[None, :], {both})",
+                Kind.MAT: f"tl.load({mat}, {both})",
                 Kind.COL: f"tl.load({p} + {at}, mask=mask_c, other=0.0)[None, :]",
                 Kind.ROW: f"tl.load({p} + rows, mask=mask_r, other=0.0)[:, None]",
                 Kind.SEG: f"tl.load({p} + rows64[:, None] * G + (cols // SEG)[None, :], {both})",
@@ -171,14 +214,14 @@ class Lines:
         if self._low_output(node_id) and self.graph.dtype == "bfloat16":
             self.names.helpers.add(T_TO_BF16)  # (float16: the store's own cast rounds)
             v = f"{T_TO_BF16}({v})"
+        at = f"{name} + {self._at(name, self.swapped)}" if kind is Kind.MAT else ""
         if self.dialect == "row":
             return {
-                Kind.MAT: f"tl.store({name} + row64 * ld_{name} + cols, {v}, mask=mask_c)",
+                Kind.MAT: f"tl.store({at}, {v}, mask=mask_c)",
                 Kind.ROW: f"tl.store({name} + row, {v})",
                 Kind.SEG: f"tl.store({name} + row64 * G + seg, {v})",
             }[kind] + self._ld(name, kind)
         both = "mask=mask_r[:, None] & mask_c[None, :]"
-        at = f"{name} + rows64[:, None] * ld_{name} + cols[None, :]"
         if self.dialect == "col" and kind is Kind.ROW:  # per-row values of the last pass
             first = "mask=mask_r[:, None] & (cols == 0)[None, :]"
             return f"tl.store({name} + rows[:, None] + cols[None, :] * 0, {v}, {first})"

@@ -5,7 +5,8 @@ ahead-of-time path: source -> TTIR -> TTGIR -> PTX -> cubin with the bundled ptx
 if any fails. Run it in a process where Triton is not interpreted. Argument types come from
 the generator's naming: *_ptr, t<k>, b<k>, ws_ptr are fp32 pointers, pws<k> fp64 ones
 (b_ptr is bf16 when the draft casts its weight), c<k> fp32 scalars, the rest int32;
-constexprs get the values the forward would pass for a typical size; TMA descriptors
+constexprs get the values the forward would pass for a typical size (PLANE, the runs of a
+stage over an input's swapped leading dims: 33_BatchNorm's 512 * 512); TMA descriptors
 (a_desc, b_desc) the BLOCK_* tiles.
 A weight split into bf16 hi + lo (bf16x3) makes b_ptr and _kf_split's out_ptr bf16 too.
 `--dtype float16` (or bfloat16): a program of that dtype, whose leaves t<k>, GEMM operands
@@ -26,7 +27,7 @@ CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
     "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
     "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False, "LOWP_IN_FP32": False, "PARTS": 4,
-    "RPP": 32, "WIDE": False,
+    "RPP": 32, "WIDE": False, "PLANE": 262144,
 }  # fmt: skip
 LOW = {"float16": "fp16", "bfloat16": "bf16"}
 
