@@ -80,7 +80,8 @@ class StageWriter:
         s, bk = self.s, self.genome.block_k
         pre, consts = [], ""
         if self.tma:
-            pre = [f"da{s}, db{s} = _kf_descs(a{s}, {self.b}, {bm}, {bn}, {bk}, {self.b_kn})"]
+            copy = ", copy=False" if self.presplit else ""  # lo at an offset of N
+            pre = [f"da{s}, db{s} = _kf_descs(a{s}, {self.b}, {bm}, {bn}, {bk}, {self.b_kn}{copy})"]
             head, consts = [*head, f"da{s}", f"db{s}"], f", TMA=da{s} is not None"
         if self.presplit:
             head = [*head, f"N{s} * sb{s}[2]"]
