@@ -51,16 +51,7 @@ class Leaf:
     expr: str
     shape: tuple[int, ...]
     transposed: bool = False
-    swap_of: str = ""  # the input whose view (dims 0 and 1 swapped) `expr` is: swap_lead
-
-
-def swap_lead(leaf: Leaf) -> Leaf:
-    """An input of rank 3 or more viewed with its first two dims swapped ([N, C, *pixels]
-    as [C, N, *pixels]): a stage anchored by it reads the input in place (Gemm.swap_of)."""
-    if leaf.transposed or leaf.swap_of or len(leaf.shape) < 3:
-        raise UnsupportedError("a swap of the leading dims", f"of {leaf.expr} {leaf.shape}")
-    shape = (leaf.shape[1], leaf.shape[0], *leaf.shape[2:])
-    return Leaf(f"{leaf.expr}.transpose(0, 1)", shape, swap_of=leaf.expr)
+    swap_of: str = ""  # the input whose view (dims 0 and 1 swapped) `expr` is: desugar.swap_lead
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kforge_search.agents.builtin.convert import Converter, Leaf, T, swap_lead
+from kforge_search.agents.builtin.convert import Converter, Leaf, T
 from kforge_search.agents.builtin.dims import is_col, is_seg
 from kforge_search.agents.builtin.ir import Scalar, Size, UnsupportedError, Update
 
@@ -208,6 +208,15 @@ def _running_update(
         new = cv.ew("add", cv.ew("mul", batch, momentum), old)
         cv.updates.append(Update(leaf.expr, new.id))
     cv.updates.append(Update(counter))
+
+
+def swap_lead(leaf: Leaf) -> Leaf:
+    """An input of rank 3 or more viewed with its first two dims swapped ([N, C, *pixels]
+    as [C, N, *pixels]): a stage anchored by it reads the input in place (Gemm.swap_of)."""
+    if leaf.transposed or leaf.swap_of or len(leaf.shape) < 3:
+        raise UnsupportedError("a swap of the leading dims", f"of {leaf.expr} {leaf.shape}")
+    shape = (leaf.shape[1], leaf.shape[0], *leaf.shape[2:])
+    return Leaf(f"{leaf.expr}.transpose(0, 1)", shape, swap_of=leaf.expr)
 
 
 def batch_norm_channels(

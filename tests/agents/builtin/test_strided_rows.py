@@ -151,7 +151,7 @@ def test_wide_counts_the_tensor_not_its_row_length():
 def test_the_ir_names_the_swapped_input():
     """The anchor keeps its view (`a`, what the C++ library copies to rows) and names the
     input the Triton kernels read in place; a swap is of the leading dims of rank 3 or more."""
-    from kforge_search.agents.builtin.convert import swap_lead
+    from kforge_search.agents.builtin.desugar import swap_lead
 
     plan = AGENT.plan(PROBLEMS["bn2d_train"])
     (gemm,) = [n for n in plan.graph.nodes if isinstance(n, Gemm)]
