@@ -131,6 +131,12 @@ class CandidateDrive:
             if kind == "warning":  # the child runs without its file-system sandbox (landlock.py)
                 base = with_child_warning(base, event)
                 continue
+            if kind == "aside":  # a compile: CPU work, off the lock (compiling.OffLane)
+                lock.step_aside()
+                continue
+            if kind == "pause":  # the compile is done: the hold back before its next kernel
+                child.resume_after(lock.resume_work)
+                continue
             if kind == "fail":
                 child.kill("")
                 if timed_ok is not None and child.stage == "unseen":
@@ -142,6 +148,7 @@ class CandidateDrive:
                 (unseen_check if later else check).add(  # type: ignore[union-attr]
                     int(event["pos"]), Path(trial_path(path, int(event["pos"])))
                 )
+                lock.yield_to_timing()  # between trials: a timing that waits goes first
                 child.ask("next")  # its stage's clock starts again: the comparison is ours
             elif kind == "verified":
                 comparison = check.result()

@@ -173,7 +173,10 @@ class Child:
         child's stage time."""
         started = time.monotonic()
         wait()
-        self._stage_started += time.monotonic() - started
+        waited = time.monotonic() - started
+        self._stage_started += waited
+        if self._compile_started:  # a compile inside an autotuner's trials came back
+            self._compile_started += waited
         self.send(line)
 
     def kill(self, why: str) -> None:
