@@ -31,6 +31,18 @@ from kforge_search.problem import Problem, ProblemError, source_hash
 REFERENCE_STAGE = "reference"  # the stage of a result not judged: the reference failed
 
 MAX_ATTEMPTS = 2  # the first try and one retry on a new actor
+# problems an actor counts as warm: the last it evaluated. An evaluator keeps the references
+# and oracles (children with the reference's model on the device) of its last problems
+# (EvalConfig.max_oracles: 4, a problem's sizes and its unseen sizes each take one); sent
+# any problem, each of 8 actors saw all 8 problems of a search and started two oracles per
+# evaluation (H100, 8 actors: 136 oracle starts in 62 evaluations)
+WARM_PROBLEMS = 2
+
+
+def pick_slot(idle: Sequence[int], warm: dict[int, deque[str]], problem_id: str) -> int:
+    """The idle actor for a problem: one that evaluated it lately, else the one idle
+    longest (the first)."""
+    return next((slot for slot in idle if problem_id in warm.get(slot, ())), idle[0])
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,7 @@ class EvaluatorPool:
         self._idle: deque[int] = deque(range(size))
         self._queue: deque[tuple[EvalRequest, int]] = deque()
         self._running: dict[ray.ObjectRef, _Running] = {}
+        self._warm: dict[int, deque[str]] = {}  # by slot: the problems it evaluated last
         self.retries = 0  # candidates sent again after their actor died
         self.replaced = 0  # actors replaced
 
@@ -154,8 +167,13 @@ class EvaluatorPool:
 
     def _dispatch(self) -> None:
         while self._idle and self._queue:
-            slot = self._idle.popleft()
             request, attempt = self._queue.popleft()
+            slot = pick_slot(self._idle, self._warm, request.problem.id)
+            self._idle.remove(slot)
+            warm = self._warm.setdefault(slot, deque(maxlen=WARM_PROBLEMS))
+            if request.problem.id in warm:
+                warm.remove(request.problem.id)
+            warm.append(request.problem.id)
             ref = self._actors[slot].evaluate.remote(
                 request.source, request.problem, self.platform.name
             )
@@ -230,6 +248,7 @@ class EvaluatorPool:
         with contextlib.suppress(RayError, ValueError):
             ray.kill(self._actors[slot], no_restart=True)
         self._actors[slot] = self._spawn()
+        self._warm.pop(slot, None)  # a new actor: nothing of its own yet
         self.replaced += 1
         self._idle.append(slot)
 

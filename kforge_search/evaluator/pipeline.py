@@ -33,7 +33,7 @@ from kforge_search.evaluator.outcome import (
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference, memory_note, reference_of
-from kforge_search.evaluator.reference_store import ReferenceStore
+from kforge_search.evaluator.reference_store import ReferenceStore, references_to_drop
 from kforge_search.evaluator.result import (
     Artifacts,
     Baseline,
@@ -214,15 +214,13 @@ class Evaluator:
                     elif saved is not None:  # the oracle's folder keeps no copy of it
                         saved.path.unlink(missing_ok=True)
         self._references[key] = reference
-        # at most 4, and beside the two newest (a problem's and its unseen sizes') no more
-        # than its share of the machine (cached_share): a large problem's reference goes
-        held = sum(r.held_bytes for r in self._references.values())
         budget = max(
             cached_share(self.config.host_sharers) * footprint.machine_bytes(),
             self._keep_bytes(),
         )
-        while len(self._references) > 4 or (len(self._references) > 2 and held > budget):
-            held -= self._references.popitem(last=False)[1].held_bytes
+        sizes = [r.held_bytes for r in self._references.values()]
+        for _ in range(references_to_drop(sizes, budget)):
+            self._references.popitem(last=False)
         if kept is not None:
             self._keep_oracle(key, kept)
         return reference

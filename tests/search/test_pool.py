@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 
 import pytest
 import ray
 
-from kforge_search.actors.pool import REFERENCE_STAGE, EvalRequest, EvaluatorPool
+from kforge_search.actors.pool import REFERENCE_STAGE, EvalRequest, EvaluatorPool, pick_slot
 from kforge_search.evaluator import EvalConfig, Status
+from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.conftest import BROKEN, EXAMPLES
 from tests.search.conftest import alive, worker_pids
@@ -132,3 +134,45 @@ def test_references_that_cannot_run_are_found_before_a_search(pool, problem, tmp
     assert result.status is Status.INFRA_ERROR and result.stage == REFERENCE_STAGE
     assert result.message.startswith("not judged: the problem's reference failed")
     assert pool.check_references([problem]) == {}  # and the pool goes on
+
+
+def test_an_idle_actor_that_evaluated_the_problem_lately_gets_it():
+    """Its references and oracles are warm there (pool.WARM_PROBLEMS); else the actor idle
+    longest."""
+    warm = {0: deque(["a"]), 1: deque(["b", "c"]), 2: deque()}
+    assert pick_slot([0, 1, 2], warm, "c") == 1
+    assert pick_slot([2, 0, 1], warm, "a") == 0
+    assert pick_slot([2, 0, 1], warm, "z") == 2
+    assert pick_slot([2], warm, "a") == 2
+
+
+class _Actor:
+    """Stands for an evaluator actor's handle: `evaluate.remote` records what it was sent."""
+
+    def __init__(self, slot: int, sent: list):
+        self.evaluate = self
+        self.slot, self.sent = slot, sent
+
+    def remote(self, source, problem, platform):
+        self.sent.append((self.slot, problem.id))
+        return f"ref-{len(self.sent)}"
+
+
+def test_dispatch_sends_a_problem_back_to_the_actor_that_evaluated_it():
+    """Two actors, problems a and b: once each has evaluated one, the next of each problem
+    goes to the same actor, whichever of them has been idle longer."""
+    sent: list = []
+    pool = EvaluatorPool.__new__(EvaluatorPool)
+    pool._actors = [_Actor(0, sent), _Actor(1, sent)]
+    pool.platform = get_platform("cpu-cpp")
+    pool._idle, pool._queue, pool._running, pool._warm = deque([0, 1]), deque(), {}, {}
+    a = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    b = resolve_problem("level1/04_softmax", size_set="ci")
+    pool._queue.extend([(EvalRequest("1", "", a), 1), (EvalRequest("2", "", b), 1)])
+    pool._dispatch()
+    assert sent == [(0, a.id), (1, b.id)]
+    pool._running.clear()
+    pool._idle.extend([0, 1])  # both done; 0 idle longer
+    pool._queue.extend([(EvalRequest("3", "", b), 1), (EvalRequest("4", "", a), 1)])
+    pool._dispatch()
+    assert sent[2:] == [(1, b.id), (0, a.id)]
