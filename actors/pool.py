@@ -40,9 +40,15 @@ WARM_PROBLEMS = 2
 
 
 def pick_slot(idle: Sequence[int], warm: dict[int, deque[str]], problem_id: str) -> int:
-    """The idle actor for a problem: one that evaluated it lately, else the one idle
-    longest (the first)."""
-    return next((slot for slot in idle if problem_id in warm.get(slot, ())), idle[0])
+    """The idle actor for a problem: the one that evaluated it last (its oracles are the
+    likeliest still up: a search on one GPU keeps 2 an actor, cli/execute.py), else one that
+    evaluated it lately, else the one idle longest (the first)."""
+    for back in range(1, WARM_PROBLEMS + 1):
+        for slot in idle:
+            recent = warm.get(slot, ())
+            if len(recent) >= back and recent[-back] == problem_id:
+                return slot
+    return idle[0]
 
 
 @dataclass(frozen=True)

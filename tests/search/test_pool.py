@@ -144,6 +144,8 @@ def test_an_idle_actor_that_evaluated_the_problem_lately_gets_it():
     assert pick_slot([2, 0, 1], warm, "a") == 0
     assert pick_slot([2, 0, 1], warm, "z") == 2
     assert pick_slot([2], warm, "a") == 2
+    warm[2] = deque(["c", "b"])  # b last: before 1, which evaluated c after b
+    assert pick_slot([1, 2], warm, "b") == 2 and pick_slot([1, 2], warm, "c") == 1
 
 
 class _Actor:
