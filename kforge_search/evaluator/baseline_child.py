@@ -55,6 +55,9 @@ def run_baselines(job: Job, channel: Channel) -> None:
         elif fn is not None:
             ready.append((kind, fn))
     if job.unseen is not None and job.unseen_reference_path:
+        # the reference goes before the unseen one comes: the job's memory limit is the
+        # larger one's (pipeline: Footprint.largest), not both
+        reference = None
         ready = unseen_checked(job, ready, published, channel)
     channel.stage("baseline-timed")
     for kind, fn in ready:

@@ -36,7 +36,6 @@ SAME = "changes no output of this problem (bitwise the reference's on every tria
 # streams (not held by the parent, as a streamed reference at the problem's sizes: only
 # fp32 kinds stay admissible unchecked there); "": the evaluation has no unseen sizes
 CHECKED, STREAMED = "checked", "streamed"
-UNSEEN_STATES = ("", CHECKED, STREAMED)
 
 
 def kind_name(mode: str, precision: str = FP32) -> str:

@@ -96,9 +96,9 @@ class Baseline:
     # per policy, at the problem's sizes then at its unseen sizes; none for fp32 eager
     checks: tuple[PeerCheck, ...] = ()
     note: str = ""  # why a kind is no peer at all (a reduced precision that changes nothing)
-    # the problem's unseen sizes, where the evaluation has them (peers.UNSEEN_STATES):
-    # "checked" (`checks` holds them), "streamed" (their reference streams: not checked);
-    # "" where it has none
+    # the problem's unseen sizes, where the evaluation has them: peers.CHECKED (`checks`
+    # holds those there too), peers.STREAMED (their reference streams: not checked); ""
+    # where it has none
     unseen: str = ""
     # it failed out of device memory that other processes held (out_of_memory.busy_reasons):
     # the device's moment, not the problem's; never cached, measured again
