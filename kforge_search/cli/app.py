@@ -138,8 +138,10 @@ def baseline_cmd(
     fmt: FormatOpt = "table",
 ) -> None:
     """Time the reference in eager mode and under torch.compile, in fp32 and at the
-    platform's reduced precision, each checked against the reference (cached)."""
-    from kforge_search.evaluator import Evaluator
+    platform's reduced precision, each checked against the reference at the problem's sizes
+    and at its unseen sizes (cached)."""
+    from kforge_search.evaluator import Evaluator, peers
+    from kforge_search.evaluator.policy import POLICIES
 
     check_format(fmt)
     p = load(problem, sizes, overrides)
@@ -160,8 +162,11 @@ def baseline_cmd(
     for b in found:
         t = b.timing
         times = (t.p20_ms, t.p50_ms, t.p80_ms, t.runs) if t else (None, None, None, None)
-        passes = "reference" if b.kind == "eager" else [c.policy for c in b.checks if c.passed]
-        rows.append((b.kind, *times, b.cached, passes, b.error or b.note))
+        # the policies it is checked and admissible under (at the unseen sizes too), and why
+        # not under the others (peers.refusal)
+        passes = [p for p in POLICIES if b.check(p) and not peers.refusal(b, p)]
+        passes = "reference" if b.kind == "eager" else passes
+        rows.append((b.kind, *times, b.cached, passes, b.error or peers.refusals(b)))
     note(f"{p.name} on {plat.name} ({ref.device_name}, torch {ref.torch_version})", fmt)
     emit(columns, rows, fmt)
 

@@ -32,15 +32,37 @@ def cache_key(
     problem: Any, platform: str, device_name: str, torch_version: str, config: Any
 ) -> str:
     """A problem's baselines' key: what changes their times (the device, torch, the timing
-    settings and method) or their checks (the verification trials, the peers' rules)."""
+    settings and method) or their checks (the verification trials, the peers' rules, the
+    unseen sizes they are also checked at where `config` checks candidates there)."""
     from kforge_search.evaluator import peers
     from kforge_search.evaluator.timing import TIMING_VERSION
 
+    unseen = config.unseen_sizes(problem)
     parts = (
         problem.id, problem.sizes_key, platform, device_name, torch_version, config.seed,
         config.warmup, config.timed_runs, TIMING_VERSION, config.trials, peers.VERSION,
+        unseen.sizes_key if unseen is not None else "",
     )  # fmt: skip
     return "|".join(str(p) for p in parts)
+
+
+def unseen_job(unseen: Any, folder: Path) -> tuple[dict[str, Any], str]:
+    """A baseline job's fields for the kinds' checks at the problem's unseen sizes (the
+    unseen Problem, its reference's outputs saved in `folder` for the child) and the
+    Baseline.unseen they get; `unseen`: (Problem, Reference), the evaluator's (not computed
+    again), or None. A streamed unseen reference is not saved, as a streamed one at the
+    problem's sizes (the parent holds neither): the kinds go unchecked there (peers.STREAMED:
+    a reduced kind is then no peer, an fp32 one stays admissible, peers.refusal)."""
+    from kforge_search.evaluator import peers
+
+    if unseen is None:
+        return {}, ""
+    problem, ref = unseen
+    if ref.streamed is not None:
+        return {}, peers.STREAMED
+    n = ref.numerics
+    path = n.save_for_child(ref.outputs, ref.buffers, ref.scales, folder, "unseen-reference.pt")
+    return {"unseen": problem, "unseen_reference_path": path}, peers.CHECKED
 
 
 class BaselineCache:
@@ -76,7 +98,8 @@ class BaselineCache:
         timing = TimingStats(**entry["timing"]) if entry.get("timing") else None
         checks = tuple(PeerCheck(**c) for c in entry.get("checks", ()))
         return Baseline(kind, entry["ok"], timing, entry.get("error", ""), cached=True,
-                        checks=checks, note=entry.get("note", ""))  # fmt: skip
+                        checks=checks, note=entry.get("note", ""),
+                        unseen=entry.get("unseen", ""))  # fmt: skip
 
     def take_tampered(self) -> list[str]:
         """The tampered entries found since the last call (then forgotten)."""
@@ -163,14 +186,21 @@ class BaselineTimer:
     device (and timed again while its spread shows interference), then settled."""
 
     def __init__(
-        self, kinds: tuple[str, ...], limit: float, max_tries: int, method: str = "perf_counter"
+        self,
+        kinds: tuple[str, ...],
+        limit: float,
+        max_tries: int,
+        method: str = "perf_counter",
+        unseen: str = "",
     ):
         self.kinds, self.limit, self.max_tries = kinds, limit, max_tries
+        self.unseen = unseen  # every kind's Baseline.unseen (unseen_job)
         self.method = method  # the platform's timing method: host-timed ones are probed
         self.tries: dict[str, list[TimingStats]] = {k: [] for k in kinds}
         self.failed: dict[str, str] = {}
         self.busy: set[str] = set()  # failed out of memory beside other processes
-        self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}  # peers.check_kind's
+        # peers.check_kind's: at the problem's sizes, then at its unseen sizes
+        self.checks: dict[str, tuple[tuple[PeerCheck, ...], str]] = {}
 
     def drive(
         self,
@@ -193,8 +223,9 @@ class BaselineTimer:
             elif event["type"] == "timed":
                 alone(False)
             elif event["type"] == "check":  # against the reference (peers.py), before timing
+                had, note = self.checks.get(event["kind"], ((), ""))
                 checks = tuple(PeerCheck(**c) for c in event["checks"])
-                self.checks[event["kind"]] = (checks, event.get("note", ""))
+                self.checks[event["kind"]] = (had + checks, note or event.get("note", ""))
             elif event["type"] == "warm":  # compiled and warmed up: time it alone
                 alone(True)
                 probe = self._probe(child)  # what else the host ran meanwhile
@@ -220,7 +251,8 @@ class BaselineTimer:
 
     def results(self, why_ended: str) -> list[Baseline]:
         """One baseline per kind: settled from its tries, else why it has none (`busy`: out of
-        memory beside other processes); with its checks against the reference."""
+        memory beside other processes); with its checks against the reference (and the
+        state of those at the unseen sizes)."""
         return [
             replace(
                 settle(k, self.tries[k], self.limit)
@@ -228,6 +260,7 @@ class BaselineTimer:
                 else Baseline(k, False, error=self.failed.get(k, why_ended), busy=k in self.busy),
                 checks=self.checks.get(k, ((), ""))[0],
                 note=self.checks.get(k, ((), ""))[1],
+                unseen=self.unseen,
             )
             for k in self.kinds
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from kforge_search.evaluator import baselines as noise
 from kforge_search.evaluator import footprint, peers
@@ -106,6 +107,14 @@ class EvalConfig:
                 f"baseline_spread_limit={self.baseline_spread_limit}, baseline_tries="
                 f"{self.baseline_tries}: need a spread limit >= 1 (p80/p20) and >= 1 try"
             )
+
+    def unseen_sizes(self, problem: Any) -> Any:
+        """The Problem at its unseen sizes where candidates (and the peers) are checked there
+        too: asked (`check_unseen`) and the problem has them; else None."""
+        sets = dict(problem.size_sets)
+        if not self.check_unseen or "unseen" not in sets or problem.size_set == "unseen":
+            return None
+        return problem.resized("unseen")
 
     def limits(self) -> Limits:
         return Limits(

@@ -70,12 +70,14 @@ class Numerics:
         buffers: list[dict[str, Any]],
         scales: list[list[float]],
         folder: Path,
+        name: str = "reference.pt",
     ) -> str:
         """Saves what a baseline child checks its kinds against (peers.check_kind), with
-        atol's `scales` for it (Reference.scales: not computed again there); its path."""
+        atol's `scales` for it (Reference.scales: not computed again there), as `name` in
+        `folder`; its path."""
         import torch
 
-        path = folder / "reference.pt"
+        path = folder / name
         ids = list(self.trial_ids or range(len(outputs)))
         torch.save({"outputs": outputs, "buffers": buffers, "exact": self.exact,
                     "trial_ids": ids, "wide": list(self.wide),

@@ -45,10 +45,13 @@ class Job:
     # reference outputs were not finite), at the problem's sizes and at its unseen sizes
     skip_trials: tuple[int, ...] = ()
     unseen_skip_trials: tuple[int, ...] = ()
-    # baseline mode: the reference's outputs for the peers' check (evaluator/peers.py)
+    # baseline mode: the reference's outputs for the peers' check (evaluator/peers.py), and
+    # the reference's at the problem's unseen sizes (`unseen`) for their check there
     reference_path: str = ""
+    unseen_reference_path: str = ""
     # candidate mode: once timed, also verify at these sizes (same trials and seeds) and
-    # write those outputs to unseen_outputs_path; None: no such check
+    # write those outputs to unseen_outputs_path; None: no such check (baseline mode: the
+    # kinds are checked there too, baseline_child.unseen_checked)
     unseen: Problem | None = None
     unseen_outputs_path: str = ""
     # candidate mode: the buffers the reference's forward changes (training mode: BatchNorm's

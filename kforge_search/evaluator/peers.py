@@ -7,11 +7,14 @@ float32 matmuls in bfloat16). Kinds are named "eager", "compile", "eager-tf32", 
 
 Every kind but fp32 eager (the reference itself) is verified in the baseline child on the
 verification trials' inputs against the reference, with verify.compare_outputs, under each
-policy (`PeerCheck`). A reduced kind whose outputs are bitwise the reference's changes
-nothing on the problem: it is no peer. A kind is admissible under a policy when it passed
-there; the speedup of record is over the fastest admissible kind (`peer_of_record`), and
-the fp32 figure (the faster of fp32 eager and fp32 compile, unchecked, as before) stays
-beside it (`fastest_fp32`). Selection is pure; the child's side is `check_kind`.
+policy (`PeerCheck`), and where the evaluation has unseen sizes, again there (a new model
+built at those sizes, on the unseen reference's trials): the checks a candidate meets. A
+reduced kind whose outputs are bitwise the reference's changes nothing on the problem: it
+is no peer. A kind is admissible under a policy when it passed there at both sizes
+(`refusal` says why not); the speedup of record is over the fastest admissible kind
+(`peer_of_record`), and the fp32 figure (the faster of fp32 eager and fp32 compile,
+unchecked, as before) stays beside it (`fastest_fp32`). Selection is pure; the child's
+side is `check_kind`.
 """
 
 from __future__ import annotations
@@ -25,9 +28,14 @@ from kforge_search.evaluator.result import Baseline, PeerCheck
 MODES = ("eager", "compile")
 FP32 = "fp32"
 REDUCED = {"cuda": "tf32", "cpu": "bf16"}  # by torch device type
-# in the baseline cache key: entries timed before kinds were checked are not reused
-VERSION = 1
+# in the baseline cache key: entries timed before kinds were checked (1: before they were
+# checked at the unseen sizes too) are not reused
+VERSION = 2
 SAME = "changes no output of this problem (bitwise the reference's on every trial): no peer"
+# Baseline.unseen: the kind was checked at the problem's unseen sizes, or their reference
+# streams (not held by the parent, as a streamed reference at the problem's sizes: only
+# fp32 kinds stay admissible unchecked there); "": the evaluation has no unseen sizes
+CHECKED, STREAMED = "checked", "streamed"
 
 
 def kind_name(mode: str, precision: str = FP32) -> str:
@@ -97,19 +105,22 @@ def check_kind(
     reduced: bool,
     scales: Sequence[Sequence[float]] | None = None,
     ran: Callable[[], object] = bool,
+    unseen: bool = False,
 ) -> tuple[tuple[PeerCheck, ...], str]:
     """(checks under each policy, note) for one kind: `run_trials` gives its outputs and
     buffers on the reference's trials; `reference` is what pipeline wrote for the child
     (outputs, buffers, exact, trial_ids, wide); `scales`: atol's factors for it
     (verify.atol_scales, computed once per child); `ran()` once the trials have run, before
-    the comparisons (where they are on the CPU, the child leaves the device lock for them).
-    A reduced kind bitwise equal to the reference gets no checks and the note SAME."""
+    the comparisons (where they are on the CPU, the child leaves the device lock for them);
+    `unseen`: the reference is the one at the problem's unseen sizes (the checks say so).
+    A reduced kind bitwise equal to the reference gets no checks and the note SAME (at the
+    problem's sizes: at the unseen ones that only means it passes)."""
     from kforge_search.evaluator.policy import POLICIES
     from kforge_search.evaluator.verify import compare_outputs
 
     outputs, buffers = run_trials()
     ran()
-    if reduced and same_outputs(reference["outputs"], outputs):
+    if reduced and not unseen and same_outputs(reference["outputs"], outputs):
         return (), SAME
     checks = []
     for name, policy in POLICIES.items():
@@ -127,7 +138,7 @@ def check_kind(
         )
         c, m = found.correctness, found.mismatch
         why = "" if m is None else f"trial {m.trial} output {m.output_index}: {m.reason}"
-        checks.append(PeerCheck(name, found.ok, c.max_abs_err, c.max_rel_err, why))
+        checks.append(PeerCheck(name, found.ok, c.max_abs_err, c.max_rel_err, why, unseen))
     return tuple(checks), ""
 
 
@@ -138,19 +149,41 @@ def _timed(b: Baseline) -> bool:
     return b.ok and b.timing is not None and b.timing.meaningful and b.timing.p50_ms > 0
 
 
-def admissible(b: Baseline, policy: str) -> bool:
-    """Whether a timed kind may be the peer of record under `policy`: fp32 eager (the
-    reference) always; a kind checked under the policy if it passed; an unchecked fp32
-    kind (cached before kinds were checked) as before; an unchecked reduced kind never."""
-    if not _timed(b):
-        return False
+def refusal(b: Baseline, policy: str) -> str:
+    """Why the kind's checks keep it from being the peer of record under `policy`, "" where
+    they admit it: fp32 eager (the reference) always; else its check under the policy must
+    have passed, at the problem's sizes and, where the evaluation has unseen sizes
+    (`Baseline.unseen`), at those too. Unchecked: an fp32 kind is admitted as before (an
+    entry cached before kinds were checked; a streamed reference's); a reduced one never."""
     mode, precision = split_kind(b.kind)
     if (mode, precision) == ("eager", FP32):
-        return True
-    check = b.check(policy)
-    if check is None:
-        return precision == FP32 and not b.note
-    return check.passed
+        return ""
+    for unseen in (False, True) if b.unseen else (False,):
+        where = " at the unseen sizes" if unseen else ""
+        check = b.check(policy, unseen)
+        if check is None:  # fp32 unchecked: an older entry's, a streamed reference's
+            if precision == FP32 and not b.note and (not unseen or b.unseen == STREAMED):
+                continue
+            if b.note:
+                return b.note
+            why = " (their reference streams)" if unseen and b.unseen == STREAMED else ""
+            return f"not checked under {policy}{where}{why}: no peer"
+        if not check.passed:
+            return f"fails {policy}{where}: {check.mismatch}"
+    return ""
+
+
+def refusals(b: Baseline) -> str:
+    """Why a timed kind is no peer under each policy where it is none ("" where it is one
+    under every policy), for a table's line."""
+    from kforge_search.evaluator.policy import POLICIES
+
+    return "; ".join(dict.fromkeys(why for p in POLICIES if (why := refusal(b, p))))
+
+
+def admissible(b: Baseline, policy: str) -> bool:
+    """Whether a timed kind may be the peer of record under `policy` (`refusal`)."""
+    return _timed(b) and not refusal(b, policy)
 
 
 def peer_of_record(baselines: Sequence[Baseline], policy: str) -> Baseline | None:

@@ -321,6 +321,7 @@ class Evaluator:
     def baselines(
         self, problem: Problem, platform: Platform, ref: Reference
     ) -> tuple[Baseline, ...]:
+        """Cached, else measured: checked at the problem's sizes and its unseen ones alike."""
         if not self.config.baselines or not platform.timing_meaningful:
             return ()
         kinds = peers.kinds_for(
@@ -333,24 +334,30 @@ class Evaluator:
             with self._stored.computing(f"baselines|{key}"):
                 found.update({k: b for k in missing if (b := self._baselines.get(key, k))})
                 missing = tuple(k for k in kinds if k not in found)
-                for baseline in self._measured(problem, platform, missing, ref):
+                unseen = self._unseen(problem, platform)[0] if missing else None
+                for baseline in self._measured(problem, platform, missing, ref, unseen):
                     # a noisy one: in memory; a busy one: nowhere (baselines.py)
                     self._baselines.put(key, baseline)
                     found[baseline.kind] = baseline
         return tuple(found[k] for k in kinds if k in found)
 
     def _measured(
-        self, problem: Problem, platform: Platform, kinds: tuple[str, ...], ref: Reference
+        self,
+        problem: Problem,
+        platform: Platform,
+        kinds: tuple[str, ...],
+        ref: Reference,
+        unseen: tuple[Problem, Reference] | None = None,
     ) -> list[Baseline]:
         """The kinds measured; those that ran out of device memory beside other processes
         (a bench's other jobs: H200, level 1, 4 jobs a GPU) once more, with the device lock
         exclusive for the whole child. Busy again: returned so, cached nowhere."""
         if not kinds:
             return []
-        first = self._run_baselines(problem, platform, kinds, ref)
+        first = self._run_baselines(problem, platform, kinds, ref, unseen=unseen)
         if not (busy := noise.busy_kinds(first)):
             return first
-        again = self._run_baselines(problem, platform, busy, ref, exclusive=True)
+        again = self._run_baselines(problem, platform, busy, ref, True, unseen)
         return noise.retried(first, again)
 
     def _run_baselines(
@@ -360,19 +367,23 @@ class Evaluator:
         kinds: tuple[str, ...],
         ref: Reference,
         exclusive: bool = False,
+        unseen: tuple[Problem, Reference] | None = None,
     ) -> list[Baseline]:
-        """`exclusive`: the device lock held so for the whole child (nothing else of ours
-        beside it), not only for its timed runs."""
+        """`exclusive`: the device lock held so for the whole child, not only for its timed
+        runs (nothing else of ours beside it); `unseen`: the problem at its unseen sizes and
+        their reference, the kinds checked there too."""
         work = Path(tempfile.mkdtemp(prefix="kforge-base-"))
         # the kinds are checked against the reference (peers.py) where the parent holds it;
-        # a streamed reference's are not (a reduced kind is then no peer: peers.admissible)
+        # a streamed reference's are not (a reduced kind is then no peer: peers.refusal)
         stream = ref.streamed is not None
         checked = ""
         if not stream:
             checked = ref.numerics.save_for_child(ref.outputs, ref.buffers, ref.scales, work)
-        job = self._job("baseline", problem, platform, work, ref.footprint, stream,
+        fields, state = noise.unseen_job(unseen, work)  # and at the unseen sizes alike
+        held = Footprint.largest(ref.footprint, unseen[1].footprint if fields else None)
+        job = self._job("baseline", problem, platform, work, held, stream,
                         baseline_kinds=kinds, reference_path=checked,
-                        skip_trials=ref.numerics.dropped)  # fmt: skip
+                        skip_trials=ref.numerics.dropped, **fields)  # fmt: skip
         lock = self._lock(job.device)  # held shared by _child
 
         def alone(timing: bool) -> None:  # the timed runs alone on the device (a spare
@@ -385,6 +396,7 @@ class Evaluator:
                     self.config.baseline_spread_limit,
                     self.config.baseline_tries,
                     platform.timing,
+                    state,
                 )
                 timer.drive(child, alone, lock.resume_work, lock.step_aside)
             assert child.exit is not None
@@ -552,10 +564,8 @@ class Evaluator:
         should also verify there (after timing: it says whether the kernel generalizes); and
         why not, where their reference cannot run (the candidate is judged at its sizes, the
         unseen ones stay unchecked: remembered, not run again for every candidate)."""
-        sets = dict(problem.size_sets)
-        if not self.config.check_unseen or "unseen" not in sets or problem.size_set == "unseen":
+        if (unseen := self.config.unseen_sizes(problem)) is None:
             return None, ""
-        unseen = problem.resized("unseen")
         key = self._reference_key(unseen, platform)
         if key not in self._unseen_failed:
             try:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kforge_search.evaluator.result import Baseline, EvalResult, TimingStats
+from kforge_search.evaluator.peers import refusal
+from kforge_search.evaluator.result import Baseline, EvalResult, PeerCheck, TimingStats
 
 _LOG_CHARS = 6000
 
@@ -20,17 +21,31 @@ def _clip(text: str, chars: int = _LOG_CHARS) -> str:
     return text if len(text) <= chars else f"[... {len(text) - chars} chars ...]\n{text[-chars:]}"
 
 
+def _errors(check: PeerCheck) -> str:
+    return f"max abs err {check.max_abs_err:.3g}, max rel err {check.max_rel_err:.3g}"
+
+
 def _check(b: Baseline, policy: str) -> str:
-    """What the kind's outputs did under the policy (evaluator/peers.py)."""
+    """What the kind's outputs did under the policy, at the problem's sizes and at its
+    unseen sizes, and why it is no peer there (evaluator/peers.py)."""
     if b.kind == "eager":
         return "the reference itself"
     check = b.check(policy)
     if check is None:
-        return b.note or "not checked"
-    errors = f"max abs err {check.max_abs_err:.3g}, max rel err {check.max_rel_err:.3g}"
-    if check.passed:
-        return f"passes {policy} ({errors})"
-    return f"fails {policy}: {check.mismatch} ({errors}): no peer"
+        return b.note or refusal(b, policy) or "not checked"
+    if not check.passed:
+        return f"fails {policy}: {check.mismatch} ({_errors(check)}): no peer"
+    said = f"passes {policy} ({_errors(check)})"
+    unseen = b.check(policy, unseen=True)
+    if unseen is not None and unseen.passed:
+        return f"{said}, and at the unseen sizes ({_errors(unseen)})"
+    if unseen is not None:
+        return (
+            f"{said}, but fails {policy} at the unseen sizes: {unseen.mismatch} "
+            f"({_errors(unseen)}): no peer"
+        )
+    why = refusal(b, policy)
+    return f"{said}, but {why}" if why else said
 
 
 def _peer(r: EvalResult) -> str:

@@ -70,13 +70,15 @@ class TimingStats:
 @dataclass(frozen=True)
 class PeerCheck:
     """A baseline kind's outputs on the verification trials against the reference, under
-    one policy (evaluator/peers.py): it is admissible as a peer there only if it passed."""
+    one policy (evaluator/peers.py), at the problem's sizes or (`unseen`) at its unseen
+    sizes: it is admissible as a peer there only if it passed at both."""
 
     policy: str
     passed: bool
     max_abs_err: float = 0.0
     max_rel_err: float = 0.0
     mismatch: str = ""  # where it first failed: "trial 7 output 0: values"
+    unseen: bool = False  # at the problem's unseen sizes (a check cached before: False)
 
 
 @dataclass(frozen=True)
@@ -91,14 +93,20 @@ class Baseline:
     cached: bool = False
     tries: int = 1  # timed this many times: a spread that showed interference was timed again
     noisy: bool = False  # every try's spread showed interference: used, never cached
-    checks: tuple[PeerCheck, ...] = ()  # per policy; none for fp32 eager (the reference)
+    # per policy, at the problem's sizes then at its unseen sizes; none for fp32 eager
+    checks: tuple[PeerCheck, ...] = ()
     note: str = ""  # why a kind is no peer at all (a reduced precision that changes nothing)
+    # the problem's unseen sizes, where the evaluation has them: peers.CHECKED (`checks`
+    # holds those there too), peers.STREAMED (their reference streams: not checked); ""
+    # where it has none
+    unseen: str = ""
     # it failed out of device memory that other processes held (out_of_memory.busy_reasons):
     # the device's moment, not the problem's; never cached, measured again
     busy: bool = False
 
-    def check(self, policy: str) -> PeerCheck | None:
-        return next((c for c in self.checks if c.policy == policy), None)
+    def check(self, policy: str, unseen: bool = False) -> PeerCheck | None:
+        """The check under `policy` at the problem's sizes (`unseen`: at its unseen sizes)."""
+        return next((c for c in self.checks if (c.policy, c.unseen) == (policy, unseen)), None)
 
 
 @dataclass(frozen=True)

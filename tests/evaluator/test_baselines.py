@@ -7,13 +7,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from types import SimpleNamespace
 
 from kforge_search.evaluator import cache_seal, peers
-from kforge_search.evaluator.baselines import BaselineCache, BaselineTimer, busy_kinds, retried
+from kforge_search.evaluator.baselines import (
+    BaselineCache,
+    BaselineTimer,
+    busy_kinds,
+    cache_key,
+    retried,
+)
+from kforge_search.evaluator.config import EvalConfig
 from kforge_search.evaluator.pipeline import Evaluator
-from kforge_search.evaluator.result import Baseline, TimingStats
+from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
+from kforge_search.problem import resolve_problem
 
 OOM = (
     "OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total "
@@ -112,7 +120,7 @@ def _evaluator(answers):
     `exclusive`, answered from `answers` in turn."""
     calls = []
 
-    def run(problem, platform, kinds, ref, exclusive=False):
+    def run(problem, platform, kinds, ref, exclusive=False, unseen=None):
         calls.append((kinds, exclusive))
         return [answers[len(calls) - 1][k] for k in kinds]
 
@@ -186,3 +194,42 @@ def _run_once(exclusive: bool) -> tuple[list[bool], list[bool]]:
 def test_measured_again_the_lock_stays_exclusive_after_the_timed_runs():
     assert _run_once(False) == ([False], [True, False])  # shared again after its timings
     assert _run_once(True) == ([True], [True, True])  # never let down to shared
+
+
+def test_the_checks_at_the_unseen_sizes_join_those_at_the_problems_and_say_so():
+    """The child's second "check" of a kind (at the unseen sizes: baseline_child.
+    unseen_checked) adds to its first; every kind gets the state the parent gave the timer."""
+    strict = {"policy": "strict", "passed": True, "max_abs_err": 1e-5, "max_rel_err": 1e-5,
+              "mismatch": ""}  # fmt: skip
+    unseen = {**strict, "passed": False, "mismatch": "trial 0 output 0: values", "unseen": True}
+    child = _Child(
+        [{"type": "check", "kind": "eager-tf32", "checks": [strict], "note": ""},
+         {"type": "check", "kind": "eager-tf32", "checks": [unseen], "note": ""},
+         {"type": "timed"}]
+    )  # fmt: skip
+    timer = BaselineTimer(("eager", "eager-tf32"), 1.5, 2, unseen=peers.CHECKED)
+    timer.drive(child, lambda exclusive: None)
+    eager, tf32 = timer.results("ended")
+    assert eager.unseen == tf32.unseen == peers.CHECKED and eager.checks == ()
+    assert tf32.check("strict").passed and not tf32.check("strict", unseen=True).passed
+
+
+def test_the_unseen_sizes_are_in_the_cache_key_and_an_older_entry_reads_without_them(tmp_path):
+    problem = resolve_problem("level2/09_gemm_sum", size_set="ci")
+    keys = {cache_key(problem, "cpu-cpp", "cpu", "2.13", EvalConfig(check_unseen=on))
+            for on in (True, False)}  # fmt: skip
+    assert len(keys) == 2 and all(f"|{peers.VERSION}|" in k for k in keys)
+    old = Baseline("eager-tf32", True, _timing(1.0), checks=(PeerCheck("strict", True),))
+    entry = _earlier_entry(tmp_path, "k", old)
+    del entry["unseen"], entry["checks"][0]["unseen"]  # as written before the unseen checks
+    entry["seal"] = cache_seal.seal(cache_seal.load_key(tmp_path), "k|eager-tf32",
+                                    {k: v for k, v in entry.items() if k != "seal"})  # fmt: skip
+    (tmp_path / "baselines.json").write_text(json.dumps({"k": {"eager-tf32": entry}}))
+    found = BaselineCache(tmp_path / "baselines.json").get("k", "eager-tf32")
+    assert found == replace(old, cached=True) and found.unseen == ""
+    assert not found.check("strict", unseen=True)
+    cache = BaselineCache(tmp_path / "baselines.json")  # written and read back as it is
+    checked = replace(old, checks=(*old.checks, PeerCheck("strict", False, unseen=True)),
+                      unseen=peers.CHECKED)  # fmt: skip
+    cache.put("k2", checked)
+    assert cache.get("k2", "eager-tf32") == replace(checked, cached=True)

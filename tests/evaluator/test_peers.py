@@ -4,6 +4,8 @@ setting that passes the policy on the problem; the fp32-only figure stays beside
 from __future__ import annotations
 
 import json
+import random
+from dataclasses import replace
 
 import pytest
 import torch
@@ -12,20 +14,26 @@ from typer.testing import CliRunner
 from kforge_search.cli.app import app
 from kforge_search.evaluator import EvalConfig, EvalResult, Evaluator, Status
 from kforge_search.evaluator.peers import (
+    CHECKED,
     SAME,
+    STREAMED,
     admissible,
     check_kind,
     fastest_fp32,
     kinds_for,
     peer_of_record,
     precision,
+    refusal,
+    refusals,
     split_kind,
 )
 from kforge_search.evaluator.report import format_report
 from kforge_search.evaluator.result import Baseline, PeerCheck, TimingStats
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "numerics"
 
 
 def timed(kind: str, ms: float, *passes: str, fails: tuple[str, ...] = ()) -> Baseline:
@@ -68,6 +76,73 @@ def test_unchecked_or_unchanged_reduced_kinds_are_never_peers():
     assert peer_of_record(found, "loose").kind == "compile"  # fp32 and unchecked: as before
     untimed = Baseline("eager", False, error="exited with code 1")
     assert peer_of_record((untimed,), "strict") is None and fastest_fp32((untimed,)) is None
+
+
+def at_unseen(b: Baseline, *passes: str, fails: tuple[str, ...] = ()) -> Baseline:
+    """`b` checked at the problem's unseen sizes too: passing `passes`, failing `fails`."""
+    checks = (*(PeerCheck(p, True, unseen=True) for p in passes),
+              *(PeerCheck(p, False, 0.2, mismatch="trial 0 output 0: values", unseen=True)
+                for p in fails))  # fmt: skip
+    return replace(b, checks=(*b.checks, *checks), unseen=CHECKED)
+
+
+def test_a_kind_that_fails_a_policy_at_the_unseen_sizes_is_no_peer_there():
+    """TF32 passing strict at the published K and failing it at the unseen K (H100: 1.1e-4
+    against strict's 1e-4): as a candidate that does so, no peer under strict."""
+    tf32 = at_unseen(timed("eager-tf32", 0.5, "strict", "loose"), "loose", fails=("strict",))
+    compiled = at_unseen(timed("compile", 2.0, "strict", "loose"), "strict", "loose")
+    found = (BASELINES[0], compiled, tf32)
+    assert tf32.check("strict").passed and not tf32.check("strict", unseen=True).passed
+    assert not admissible(tf32, "strict") and admissible(tf32, "loose")
+    assert refusal(tf32, "strict") == "fails strict at the unseen sizes: trial 0 output 0: values"
+    assert refusal(tf32, "loose") == "" and admissible(compiled, "strict")
+    assert peer_of_record(found, "strict").kind == "compile"
+    assert peer_of_record(found, "loose").kind == "eager-tf32"
+    assert refusals(tf32) == refusal(tf32, "strict")
+    # the same kind without the unseen sizes (a problem that has none): the peer, as before
+    published = replace(tf32, checks=tf32.checks[:2], unseen="")
+    assert peer_of_record((*found[:2], published), "strict").kind == "eager-tf32"
+
+
+def test_a_kind_not_checked_at_the_unseen_sizes_does_not_pass_there():
+    """Where the evaluation has unseen sizes (`unseen` "checked"), a kind without a check
+    there (under a policy) is no peer, fp32 or reduced; only a streamed unseen reference's
+    (not held by the parent) leaves an fp32 kind admissible, as at the problem's sizes."""
+    missing = replace(timed("eager-tf32", 0.5, "strict", "loose"), unseen=CHECKED)
+    assert not admissible(missing, "strict") and not admissible(missing, "loose")
+    assert refusal(missing, "loose") == "not checked under loose at the unseen sizes: no peer"
+    only_loose = at_unseen(timed("compile", 0.5, "strict", "loose"), "loose")
+    assert not admissible(only_loose, "strict") and admissible(only_loose, "loose")
+    fp32 = replace(timed("compile", 0.5, "strict", "loose"), unseen=STREAMED)
+    reduced = replace(timed("eager-tf32", 0.4, "strict", "loose"), unseen=STREAMED)
+    assert admissible(fp32, "strict") and not admissible(reduced, "strict")
+    assert "(their reference streams)" in refusal(reduced, "strict")
+    assert peer_of_record((BASELINES[0], fp32, reduced, missing), "loose").kind == "compile"
+    assert admissible(replace(BASELINES[0], unseen=CHECKED), "strict")  # the reference
+
+
+def test_the_report_says_a_kind_fails_at_the_unseen_sizes():
+    tf32 = at_unseen(timed("eager-tf32", 0.5, "strict", "loose"), "loose", fails=("strict",))
+    result = replace(_result("strict"), baselines=(BASELINES[0], tf32))
+    report = format_report(result)
+    assert (
+        "passes strict (max abs err 0, max rel err 0), but fails strict at the unseen sizes: "
+        in (report)
+    )
+    assert "peer:      12.00x over eager" in report
+    loose = format_report(replace(result, policy="loose"))
+    assert "passes loose (max abs err 0, max rel err 0), and at the unseen sizes (" in loose
+    assert "peer:      2.00x over eager-tf32" in loose
+
+
+def test_a_check_at_the_unseen_sizes_says_so_and_is_never_same():
+    ref = torch.randn(4, 16)
+    reference = {"outputs": [[ref]], "buffers": [{}], "exact": None, "trial_ids": [0],
+                 "wide": [], "plain": [0]}  # fmt: skip
+    checks, note = check_kind(lambda: ([[ref.clone()]], [{}]), reference, True, unseen=True)
+    assert note == "" and [(c.policy, c.passed, c.unseen) for c in checks] == [
+        ("strict", True, True), ("loose", True, True),
+    ]  # fmt: skip
 
 
 def _result(policy: str) -> EvalResult:
@@ -154,6 +229,38 @@ def test_kforge_eval_shows_the_peer_on_cpu_cpp():
     kinds = {b["kind"]: b for b in data["baselines"]}
     assert set(kinds) == {"eager", "compile", "eager-bf16", "compile-bf16"}
     assert [c["policy"] for c in kinds["compile"]["checks"]] == ["strict", "loose"]
+
+
+def test_on_the_cpu_a_bf16_kind_that_fails_strict_at_the_unseen_sizes_is_not_its_peer():
+    """The baseline child checks the kinds at the problem's unseen sizes too, on their
+    reference's trials: eager-bf16 passes strict at K = 16 and fails it at the unseen
+    K = 16384 (the fixture's docstring says how), so strict's peer is fp32 eager, loose's
+    may be eager-bf16; read again (from the cache, or from memory where a loaded host made
+    the timing noisy: baselines.py), the checks and their state come back as measured."""
+    problem = resolve_problem(str(FIXTURES / "bf16_long_k.py"))
+    platform = get_platform("cpu-cpp")
+    seed = random.randrange(10**6, 10**7)  # a baseline cache key of this test's own
+    config = EvalConfig(seed=seed, baselines=("eager",), spare_child=False, timed_runs=5)
+    evaluator = Evaluator(config)
+    try:
+        ref = evaluator.reference(problem, platform)
+        found = evaluator.baselines(problem, platform, ref)
+        again = evaluator.baselines(problem, platform, ref)  # not measured again
+    finally:
+        evaluator.close()
+    eager, bf16 = found
+    assert (eager.kind, bf16.kind) == ("eager", "eager-bf16") and bf16.ok, bf16
+    assert bf16.unseen == CHECKED and not bf16.note and not bf16.cached
+    strict, strict_unseen = bf16.check("strict"), bf16.check("strict", unseen=True)
+    assert strict.passed and strict.max_abs_err > 0  # differs, within strict: checked, timed
+    assert not strict_unseen.passed and strict_unseen.mismatch.endswith("values"), bf16
+    assert bf16.check("loose").passed and bf16.check("loose", unseen=True).passed
+    assert not admissible(bf16, "strict") and admissible(bf16, "loose")
+    assert refusal(bf16, "strict").startswith("fails strict at the unseen sizes: trial ")
+    assert peer_of_record(found, "strict").kind == "eager"
+    assert [(b.kind, b.checks, b.unseen) for b in again] == [
+        (b.kind, b.checks, b.unseen) for b in found
+    ]
 
 
 @pytest.mark.gpu

@@ -21,6 +21,7 @@ from kforge_search.agents.builtin.render_triton import render_triton
 from kforge_search.agents.builtin.rewrite import NOTES, rewrite
 from kforge_search.agents.builtin.trace import trace_problem
 from kforge_search.agents.builtin.triton_kernels import presplit_capable, splittable, tma_capable
+from kforge_search.evaluator.peers import refusal
 from kforge_search.evaluator.result import Status
 from kforge_search.platforms import Platform
 from kforge_search.problem import Problem
@@ -161,15 +162,16 @@ def elementwise_only(plan: Plan) -> bool:
 def search_policy(context: Context) -> str:
     """The policy whose precisions the search draws from: the numeric policy's, and tf32
     under strict where a parent's baselines show PyTorch's TF32 passing strict on the same
-    trials (evaluator/peers.py: it is then the peer of record, and our kernels may take the
-    same precision; the evaluator verifies them under strict as ever). On the H200, level 1
+    trials, at the unseen sizes too where it was checked there (evaluator/peers.py: it is
+    then admissible as the peer of record, and our kernels may take the same precision; the
+    evaluator verifies them under strict as ever). On the H200, level 1
     at published sizes: TF32 passed strict on 3 of 7 GEMMs and our bf16x3 ran 0.29-0.35x of it."""
     if context.policy != "strict":
         return context.policy
     for parent in context.parents:
         for baseline in parent.result.baselines:
-            check = baseline.check("strict")
-            if baseline.kind.endswith("-tf32") and check is not None and check.passed:
+            checked = baseline.check("strict") is not None
+            if baseline.kind.endswith("-tf32") and checked and not refusal(baseline, "strict"):
                 return context.policy + gen.WITH_TF32
     return context.policy
 

@@ -104,6 +104,20 @@ def test_under_strict_tf32_is_tried_only_where_pytorchs_tf32_passed_strict():
     assert search_policy(Context(PROBLEM, TRITON, "loose")) == "loose"
 
 
+def test_under_strict_tf32_is_not_tried_where_pytorchs_failed_strict_at_the_unseen_sizes():
+    """PyTorch's TF32 passing strict at the problem's sizes and failing it at its unseen
+    ones is no peer under strict (evaluator/peers.py): the search keeps to strict's
+    precisions, as our own tf32 would fail there too (generalizes "no")."""
+    (seed,) = BuiltinAgent().propose(Context(PROBLEM, TRITON))
+    p = _with_tf32_peer(parent(seed, True), True)
+    (tf32,) = p.result.baselines
+    for passed, policy in ((True, "strict+tf32"), (False, "strict")):
+        there = PeerCheck("strict", passed, unseen=True)
+        checked = dataclasses.replace(tf32, checks=(*tf32.checks, there), unseen="checked")
+        q = Parent(p.draft, dataclasses.replace(p.result, baselines=(checked,)))
+        assert search_policy(Context(PROBLEM, TRITON, "strict", parents=(q,))) == policy
+
+
 def test_an_incorrect_draft_is_retried_at_a_more_accurate_precision():
     agent = BuiltinAgent()
     (seed,) = agent.propose(Context(PROBLEM, TRITON))
