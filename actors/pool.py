@@ -51,6 +51,24 @@ def pick_slot(idle: Sequence[int], warm: dict[int, deque[str]], problem_id: str)
     return idle[0]
 
 
+def pick_work(
+    idle: Sequence[int], wanted: Sequence[str], warm: dict[int, deque[str]], head_first: bool
+) -> tuple[int, int]:
+    """(idle actor, position in the queue) for the next dispatch, `wanted` the queued
+    requests' problems in order: a request to an actor that evaluated its problem last (then
+    lately), else the queue's head (pick_slot); the head first where `head_first` (it has
+    been passed over long enough). One actor idles at a time in a steady search, its
+    choice is among the queued requests: the problems of a search's lineages interleave."""
+    if not head_first:
+        for back in range(1, WARM_PROBLEMS + 1):
+            for i, problem_id in enumerate(wanted):
+                for slot in idle:
+                    recent = warm.get(slot, ())
+                    if len(recent) >= back and recent[-back] == problem_id:
+                        return slot, i
+    return pick_slot(idle, warm, wanted[0]), 0
+
+
 @dataclass(frozen=True)
 class EvalRequest:
     """One candidate to evaluate; `key` is the caller's name for it (unique while pending)."""
@@ -108,6 +126,7 @@ class EvaluatorPool:
         self._queue: deque[tuple[EvalRequest, int]] = deque()
         self._running: dict[ray.ObjectRef, _Running] = {}
         self._warm: dict[int, deque[str]] = {}  # by slot: the problems it evaluated last
+        self._passed = 0  # dispatches that passed the queue's head over (pick_work)
         self.retries = 0  # candidates sent again after their actor died
         self.replaced = 0  # actors replaced
 
@@ -173,8 +192,11 @@ class EvaluatorPool:
 
     def _dispatch(self) -> None:
         while self._idle and self._queue:
-            request, attempt = self._queue.popleft()
-            slot = pick_slot(self._idle, self._warm, request.problem.id)
+            wanted = [request.problem.id for request, _ in self._queue]
+            slot, at = pick_work(self._idle, wanted, self._warm, self._passed >= self.size)
+            request, attempt = self._queue[at]
+            del self._queue[at]
+            self._passed = self._passed + 1 if at else 0
             self._idle.remove(slot)
             warm = self._warm.setdefault(slot, deque(maxlen=WARM_PROBLEMS))
             if request.problem.id in warm:

@@ -9,7 +9,13 @@ from collections.abc import Iterator
 import pytest
 import ray
 
-from kforge_search.actors.pool import REFERENCE_STAGE, EvalRequest, EvaluatorPool, pick_slot
+from kforge_search.actors.pool import (
+    REFERENCE_STAGE,
+    EvalRequest,
+    EvaluatorPool,
+    pick_slot,
+    pick_work,
+)
 from kforge_search.evaluator import EvalConfig, Status
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
@@ -168,6 +174,7 @@ def test_dispatch_sends_a_problem_back_to_the_actor_that_evaluated_it():
     pool._actors = [_Actor(0, sent), _Actor(1, sent)]
     pool.platform = get_platform("cpu-cpp")
     pool._idle, pool._queue, pool._running, pool._warm = deque([0, 1]), deque(), {}, {}
+    pool._passed = 0
     a = resolve_problem("level1/10_elementwise_chain", size_set="ci")
     b = resolve_problem("level1/04_softmax", size_set="ci")
     pool._queue.extend([(EvalRequest("1", "", a), 1), (EvalRequest("2", "", b), 1)])
@@ -178,3 +185,31 @@ def test_dispatch_sends_a_problem_back_to_the_actor_that_evaluated_it():
     pool._queue.extend([(EvalRequest("3", "", b), 1), (EvalRequest("4", "", a), 1)])
     pool._dispatch()
     assert sent[2:] == [(1, b.id), (0, a.id)]
+
+
+def test_an_idle_actor_takes_a_queued_request_of_its_last_problem_before_the_head():
+    """One actor idles at a time in a steady search: it takes the queued request of the
+    problem it evaluated last, not the head; a head passed over long enough goes first."""
+    warm = {0: deque(["b", "a"]), 1: deque(["c"])}
+    assert pick_work([0], ["c", "b", "a"], warm, False) == (0, 2)  # a: its last
+    assert pick_work([0], ["c", "b"], warm, False) == (0, 1)  # b: before that
+    assert pick_work([0], ["c", "d"], warm, False) == (0, 0)  # neither: the head
+    assert pick_work([0], ["c", "a"], warm, True) == (0, 0)  # the head's turn
+    assert pick_work([0, 1], ["a", "c"], warm, False) == (0, 0)
+
+
+def test_a_passed_over_head_is_sent_once_the_pool_has_passed_it_size_times():
+    sent: list = []
+    pool = EvaluatorPool.__new__(EvaluatorPool)
+    pool._actors = [_Actor(0, sent)]
+    pool.platform = get_platform("cpu-cpp")
+    pool._running, pool._passed, pool._warm = {}, 0, {0: deque(["a"])}
+    a = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    b = resolve_problem("level1/04_softmax", size_set="ci")
+    pool._warm = {0: deque([a.id])}
+    pool._queue = deque([(EvalRequest("b", "", b), 1), (EvalRequest("a1", "", a), 1),
+                         (EvalRequest("a2", "", a), 1)])  # fmt: skip
+    for _ in range(3):
+        pool._idle = deque([0])
+        pool._dispatch()
+    assert [problem for _, problem in sent] == [a.id, b.id, a.id]  # a, then b's turn (size 1)
