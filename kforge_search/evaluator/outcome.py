@@ -166,3 +166,9 @@ def mismatch_message(m: Any, c: Any) -> str:
         f"at {where}: expected {m.expected}, got {m.actual}. "
         f"{c.trials_passed}/{c.trials_run} trials passed."
     )
+
+
+def gist(exc: BaseException, limit: int = 600) -> str:
+    """An error's first line and, of a traceback, its last: one line, at most `limit`."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " ... ".join(dict.fromkeys([lines[0], lines[-1]]))[:limit] if lines else ""

@@ -27,9 +27,7 @@ from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.oracle import Oracle, OracleError
-from kforge_search.evaluator.outcome import (
-    describe_exit,
-)
+from kforge_search.evaluator.outcome import describe_exit, gist
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference, memory_note, reference_of
@@ -141,10 +139,12 @@ class Evaluator:
             env["TORCHINDUCTOR_COMPILE_THREADS"] = str(self.config.compile_threads)
         spares = self.config.spare_child and not prefix and not exclusive
         lock = self._lock(job.device)  # shared, but exclusive while timing (devicelock.py)
-        lock.label = f"{job.problem.name}:{job.mode}"  # the journal's: whose hold it was
+        # inside another's hold (an oracle a candidate's check starts): under it, kept after
+        outer, label = lock.mode, lock.label
+        lock.label = label if outer else f"{job.problem.name}:{job.mode}"  # whose hold it was
         try:
-            # ncu's replays are timed throughout
-            lock.hold(exclusive=exclusive or job.mode == "ncu")
+            if outer != "exclusive":  # ncu's replays are timed throughout
+                lock.hold(exclusive=exclusive or job.mode == "ncu")
             spare = self._spares.take(job.device, env) if spares else None
             # the job's memory limit (scaled to the problem's footprint: footprint.py)
             limits = replace(limits or self.config.limits(), memory_mb=job.memory_limit_mb)
@@ -154,7 +154,10 @@ class Evaluator:
                     self._spares.prepare(job.device, env)
                 yield child
         finally:
-            lock.release()
+            if outer:  # as it was (it let it go: the rest ran beside others' timed runs)
+                lock.hold(exclusive=outer == "exclusive")
+            else:
+                lock.release()
             if spares:  # other modes time on their own: their next spare starts after them
                 self._spares.prepare(job.device, env)
 
@@ -570,10 +573,8 @@ class Evaluator:
         if key not in self._unseen_failed:
             try:
                 return (unseen, self.reference(unseen, platform, oracle=False)), ""
-            except ProblemError as exc:  # its first line and, of a traceback, its last
-                lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-                why = " ... ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else ""
-                self._unseen_failed[key] = f"the unseen sizes are not checked: {why[:600]}"
+            except ProblemError as exc:
+                self._unseen_failed[key] = f"the unseen sizes are not checked: {gist(exc)}"
         return None, self._unseen_failed[key]
 
     def _free_device_memory(self) -> None:

@@ -346,3 +346,29 @@ def test_a_hold_that_steps_aside_lets_a_timing_in_and_queues_behind_it_to_come_b
     assert timing.mode == "exclusive"  # the timed runs keep the device
     for lock in (compiling, timing):
         lock.close()
+
+
+def test_an_oracle_started_inside_a_candidates_hold_leaves_it_held(tmp_path, monkeypatch):
+    """A candidate's check starts its problem's oracle lazily, while the candidate holds
+    the device shared: the oracle's child starts under that hold and leaves it as it was
+    (it let it go, and the rest of the verification ran beside other evaluators' timed
+    runs); started alone, the oracle's child takes and lets go of its own hold."""
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    journal = tmp_path / "journal"
+    monkeypatch.setenv(JOURNAL_ENV, str(journal))
+    evaluator = Evaluator(EvalConfig(baselines=(), check_unseen=False, spare_child=False))
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    platform = get_platform("cpu-cpp")
+    try:
+        lock = evaluator._lock(platform.device_kind)
+        lock.label = "theirs:candidate"
+        lock.hold(exclusive=False)
+        assert evaluator._oracle(problem, platform).alive
+        assert lock.mode == "shared" and lock.label == "theirs:candidate"
+        lock.release()
+        evaluator.close_oracles()
+        assert evaluator._oracle(problem, platform).alive and lock.mode == ""
+    finally:
+        evaluator.close()
+    holds = [line.split() for line in journal.read_text().splitlines()]
+    assert [h[4] for h in holds] == ["theirs:candidate", f"{problem.name}:oracle"], holds
