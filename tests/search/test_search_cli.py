@@ -1,4 +1,5 @@
-"""`kforge search` on the session's real local Ray cluster: two problems on cpu-cpp, every
+"""`kforge search` on the session's real local Ray cluster: two problems (cpu-triton; cpu-cpp
+for the interrupted runs), every
 evaluation recorded once by the writer actor, with lineages and parent links, and the
 winners measured again under a run of their own."""
 
@@ -27,6 +28,9 @@ from kforge_search.store.runs import list_runs
 pytestmark = pytest.mark.usefixtures("ray_cluster")
 
 PROBLEMS = ["level2/01_gemm_bias_relu", "level2/05_gemm_scale_clamp_min"]
+# the recorded search's platform: Triton's interpreter builds nothing (on cpu-cpp its ~8
+# distinct kernels were ~8 C++ builds, 282 s of a 17-minute CI run)
+RECORDED = "cpu-triton"
 
 
 def _run_id(output: str) -> str:
@@ -36,7 +40,7 @@ def _run_id(output: str) -> str:
 
 def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_path):
     db = tmp_path / "k.duckdb"
-    args = ["search", *PROBLEMS, "--platform", "cpu-cpp", "--sizes", "ci"]
+    args = ["search", *PROBLEMS, "--platform", RECORDED, "--sizes", "ci"]
     args += ["--lineages", "2", "--generations", "1", "--db", str(db)]
     args.append("--profile")  # builtin lineages: profiles and rule-based recommendations stored
     first = CliRunner().invoke(app, args)
@@ -70,11 +74,13 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
         reader.close()
     assert [(k, st) for k, st, _ in runs] == [("search", "finished"), ("remeasure", "finished")] * 2
     assert json.loads(runs[2][2])["resumed_from"] == _run_id(first.output)
-    pool = json.loads(runs[0][2])["evaluators"]["cpu-cpp"]  # the pool and where it times
+    pool = json.loads(runs[0][2])["evaluators"][RECORDED]  # the pool and where it times
     assert (pool["actors"], pool["per_gpu"]) == (1, 1)
     assert [lane.rsplit("/", 1)[1] for lane in pool["lanes"]] == ["cpu"]
     ids = [r["id"] for r in rows]
-    assert len(ids) == len(set(ids)) >= 6  # no kernel evaluated twice, across both runs
+    # no kernel evaluated twice, across both runs: a kernel per problem and generation at
+    # least (a problem's two lineages draw the same seed: the second is known)
+    assert len(ids) == len(set(ids)) >= 4
     assert all(r["status"] == "OK" for r in rows)
     resumed = [r for r in rows if r["run_id"] != rows[0]["run_id"]]
     assert resumed and all(r["generation"] >= 1 for r in resumed)  # only the new generation
@@ -92,9 +98,9 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
     assert {cid for cid, _ in remeasured} <= set(ids)
     # kforge seed: a new search of problem 01 starts from the best kernel stored for it
     with Reader.open(db) as reader:  # the store's own ranking of verified kernels
-        (hit,) = best_kernels(reader, PROBLEMS[0], "cpu-cpp", limit=1)
+        (hit,) = best_kernels(reader, PROBLEMS[0], RECORDED, limit=1)
     best = next(r for r in rows if r["id"] == hit.candidate_id)
-    seed = ["seed", PROBLEMS[0], "--from", "cpu-cpp", "--to", "cpu-cpp", "--sizes", "ci"]
+    seed = ["seed", PROBLEMS[0], "--from", RECORDED, "--to", RECORDED, "--sizes", "ci"]
     seed += ["--lineages", "1", "--generations", "2", "--db", str(db)]
     third = CliRunner().invoke(app, seed)
     assert third.exit_code == 0, third.output + "".join(
@@ -105,7 +111,7 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
         seeded = reader.query(
             "SELECT c.id, e.status, c.generation, c.parent_ids FROM evaluations e "
             "JOIN candidates c ON c.id = e.candidate_id JOIN runs r ON r.id = e.run_id "
-            "WHERE json_extract_string(r.config, '$.seeded_from') = 'cpu-cpp' "
+            f"WHERE json_extract_string(r.config, '$.seeded_from') = '{RECORDED}' "
             "ORDER BY e.created_at"
         ).rows
     assert seeded[0][:2] == (best["id"], "OK")  # evaluated again, on the target
