@@ -1,5 +1,5 @@
 """`kforge search` on the session's real local Ray cluster: two problems (cpu-triton; cpu-cpp
-for the interrupted runs), every
+for the Ctrl-C run), every
 evaluation recorded once by the writer actor, with lineages and parent links, and the
 winners measured again under a run of their own."""
 
@@ -175,7 +175,7 @@ def test_sigkill_loses_no_printed_evaluation_and_the_run_resumes(tmp_path):
     row and every printed evaluation are in the file, the run reads as interrupted (its
     driver is gone), and --resume replays them and goes on."""
     db = tmp_path / "k.duckdb"
-    cmd = [sys.executable, "-m", "kforge_search", "search", PROBLEMS[0], "--platform", "cpu-cpp"]
+    cmd = [sys.executable, "-m", "kforge_search", "search", PROBLEMS[0], "--platform", RECORDED]
     cmd += ["--sizes", "ci", "--lineages", "2", "--generations", "6", "--db", str(db)]
     proc = subprocess.Popen(
         cmd,
