@@ -33,22 +33,11 @@ REFERENCE_STAGE = "reference"  # the stage of a result not judged: the reference
 MAX_ATTEMPTS = 2  # the first try and one retry on a new actor
 # problems an actor counts as warm: the last it evaluated. An evaluator keeps the references
 # and oracles (children with the reference's model on the device) of its last problems
-# (EvalConfig.max_oracles: 4, a problem's sizes and its unseen sizes each take one); sent
-# any problem, each of 8 actors saw all 8 problems of a search and started two oracles per
-# evaluation (H100, 8 actors: 136 oracle starts in 62 evaluations)
+# (EvalConfig.max_oracles; a search on one GPU keeps 2 an actor, cli/execute.py: a
+# problem's sizes and its unseen sizes). Sent any problem, each of 8 actors saw all 8
+# problems of a search and read each evaluation's reference back from the node's store
+# (H100: 0.91 s an evaluation; 0.53 s with the actor chosen by problem and 16 references)
 WARM_PROBLEMS = 2
-
-
-def pick_slot(idle: Sequence[int], warm: dict[int, deque[str]], problem_id: str) -> int:
-    """The idle actor for a problem: the one that evaluated it last (its oracles are the
-    likeliest still up: a search on one GPU keeps 2 an actor, cli/execute.py), else one that
-    evaluated it lately, else the one idle longest (the first)."""
-    for back in range(1, WARM_PROBLEMS + 1):
-        for slot in idle:
-            recent = warm.get(slot, ())
-            if len(recent) >= back and recent[-back] == problem_id:
-                return slot
-    return idle[0]
 
 
 def pick_work(
@@ -56,17 +45,16 @@ def pick_work(
 ) -> tuple[int, int]:
     """(idle actor, position in the queue) for the next dispatch, `wanted` the queued
     requests' problems in order: a request to an actor that evaluated its problem last (then
-    lately), else the queue's head (pick_slot); the head first where `head_first` (it has
-    been passed over long enough). One actor idles at a time in a steady search, its
-    choice is among the queued requests: the problems of a search's lineages interleave."""
-    if not head_first:
-        for back in range(1, WARM_PROBLEMS + 1):
-            for i, problem_id in enumerate(wanted):
-                for slot in idle:
-                    recent = warm.get(slot, ())
-                    if len(recent) >= back and recent[-back] == problem_id:
-                        return slot, i
-    return pick_slot(idle, warm, wanted[0]), 0
+    lately), else the queue's head to the actor idle longest (the first); only the head
+    where `head_first` (it has been passed over long enough). One actor idles at a time in
+    a steady search: its choice is among the queued requests."""
+    for back in range(1, WARM_PROBLEMS + 1):
+        for i, problem_id in enumerate(wanted[:1] if head_first else wanted):
+            for slot in idle:
+                recent = warm.get(slot, ())
+                if len(recent) >= back and recent[-back] == problem_id:
+                    return slot, i
+    return idle[0], 0
 
 
 @dataclass(frozen=True)

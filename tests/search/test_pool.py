@@ -13,7 +13,6 @@ from kforge_search.actors.pool import (
     REFERENCE_STAGE,
     EvalRequest,
     EvaluatorPool,
-    pick_slot,
     pick_work,
 )
 from kforge_search.evaluator import EvalConfig, Status
@@ -143,15 +142,17 @@ def test_references_that_cannot_run_are_found_before_a_search(pool, problem, tmp
 
 
 def test_an_idle_actor_that_evaluated_the_problem_lately_gets_it():
-    """Its references and oracles are warm there (pool.WARM_PROBLEMS); else the actor idle
-    longest."""
+    """Its references and oracles are warm there (pool.WARM_PROBLEMS): the actor that
+    evaluated it last first, then one that did before; else the actor idle longest."""
     warm = {0: deque(["a"]), 1: deque(["b", "c"]), 2: deque()}
-    assert pick_slot([0, 1, 2], warm, "c") == 1
-    assert pick_slot([2, 0, 1], warm, "a") == 0
-    assert pick_slot([2, 0, 1], warm, "z") == 2
-    assert pick_slot([2], warm, "a") == 2
+    assert pick_work([0, 1, 2], ["c"], warm, False) == (1, 0)
+    assert pick_work([2, 0, 1], ["a"], warm, False) == (0, 0)
+    assert pick_work([2, 0, 1], ["z"], warm, False) == (2, 0)
+    assert pick_work([2], ["a"], warm, False) == (2, 0)
     warm[2] = deque(["c", "b"])  # b last: before 1, which evaluated c after b
-    assert pick_slot([1, 2], warm, "b") == 2 and pick_slot([1, 2], warm, "c") == 1
+    assert pick_work([1, 2], ["b"], warm, False) == (2, 0)
+    assert pick_work([1, 2], ["c"], warm, False) == (1, 0)
+    assert pick_work([1, 2], ["c", "b"], warm, True) == (1, 0)  # the head's turn: its best
 
 
 class _Actor:
