@@ -18,6 +18,14 @@ child holds its own), the problem cannot run here at these sizes: the reference'
 fails at once with how much it needs, what the machine has, and the sizes to `--set`
 (`shortfall`), instead of a memory kill part-way or the kernel's OOM killer ending the
 bench. The same on the device for one call (`device_shortfall`).
+
+On a CUDA device against a streamed reference (`cuda_streamed_bytes`) no process keeps the
+outputs on the host by design: the candidate hands its outputs to the oracle by CUDA IPC,
+inputs are drawn on the device, the oracle compares there and the parent gets the verdict
+alone. What is counted are the paths that do reach the host: the oracle's comparison where
+its device has no room (39_L2Norm's oracle, 8 GiB outputs, was killed at 26 GB of host
+memory on a shared host), a float64 run moved to the host, outputs that cannot be shared,
+inputs that cannot be drawn on the device.
 """
 
 from __future__ import annotations
@@ -26,6 +34,8 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from kforge_search.evaluator.timed_check import reveal_counts
 
 GiB = 2**30
 BASE_BYTES = 4 * GiB  # a worker's own: Python, torch, the CUDA context's host side, compilers
@@ -131,9 +141,12 @@ def streamed(fp: Footprint, trials: int, keep_bytes: int) -> bool:
 
 def need_bytes(fp: Footprint, mode: str, device: str, trials: int, stream: bool = False) -> int:
     """The problem's data a child of `mode` holds in host memory at most, estimated (the
-    process's own memory, BASE_BYTES or so, apart); `stream`: the reference streams."""
+    process's own memory, BASE_BYTES or so, apart); `stream`: the reference streams (on
+    CUDA then: cuda_streamed_bytes)."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: one of {', '.join(MODES)}")
+    if stream and device.startswith("cuda"):
+        return cuda_streamed_bytes(fp, mode)
     one = reference_bytes(fp, 1)  # one trial's outputs and their float64 copies
     held = {
         # streamed: trial 0 kept, the trial at hand; then, as the oracle, its answers
@@ -159,7 +172,20 @@ def machine_need(fp: Footprint, device: str, trials: int, stream: bool = False) 
     parent's copy of the reference (streamed: one trial's, from the oracle, whose child
     holds it too) beside a candidate's child (and the candidate's trial the parent compares)
     or beside a baseline's child; or the reference's child alone, before it hands over. The
-    processes' own memory (BASE_BYTES each) is not in it."""
+    processes' own memory (BASE_BYTES each) is not in it.
+
+    On CUDA against a streamed reference the parent holds no outputs (it hands the oracle
+    file paths and gets verdicts: trial_check.py, oracle.py), only each kept trial's changed
+    buffers (Reference.buffers: at most the parameters' size each); beside it the oracle and
+    the candidate's child, both at their peaks, though the parent's turns make them
+    alternate (the candidate lets its host copies go before it says `trial` or `revealed`:
+    worker.verify_trials, timed_runs.save_chosen): the sum leaves room for what is not
+    counted (a float64 run's intermediates on the host). A baseline's child (less than a
+    candidate's) comes beside an idle oracle; the reference's child comes alone."""
+    if stream and device.startswith("cuda"):
+        oracle = cuda_streamed_bytes(fp, "oracle")
+        beside = oracle + cuda_streamed_bytes(fp, "candidate")
+        return trials * fp.params + max(cuda_streamed_bytes(fp, "reference"), beside)
     held = reference_bytes(fp, 1 if stream else trials)
     oracle = need_bytes(fp, "oracle", device, trials, stream) if stream else 0
     beside = max(
@@ -168,6 +194,52 @@ def machine_need(fp: Footprint, device: str, trials: int, stream: bool = False) 
     )
     alone = need_bytes(fp, "reference", device, trials, stream)
     return max(alone, held + beside)
+
+
+def float64_on_host(fp: Footprint) -> int:
+    """A float64 run moved to the host where the device ran out of memory for it
+    (exact.float64_step, exact.py:233-236): its float32 inputs copied there, then their
+    float64 copies (3 x inputs, exact.py:246-253, 261), its float64 outputs (2 x outputs),
+    the model in float64 (2 x parameters). Its intermediates the footprint does not know."""
+    return 3 * fp.inputs + 2 * fp.outputs + 2 * fp.params
+
+
+def cuda_streamed_bytes(fp: Footprint, mode: str) -> int:
+    """need_bytes on a CUDA device against a streamed reference: what a child of `mode` may
+    hold on the host, where a path copies there (its outputs stay on the device otherwise).
+
+    - drawn: inputs that cannot be drawn on the device are drawn on the host and moved, a
+      wide-range or shifted trial's made from them there first (2 x inputs: inputs.drawn,
+      make_inputs), in every child.
+    - candidate: drawn, and the chosen timed runs' and burst calls' outputs (reveal_counts:
+      2 for outputs over a third of a GiB) copied to the host where they cannot
+      be shared by CUDA IPC (shared_outputs._entry, timed_runs.save_chosen); a
+      verification trial's outputs (one) likewise (worker.verify_trials). Its kept timed
+      runs stay on the device (time_model).
+    - oracle: a trial compared on the host, where its device has no room for 8 x the
+      outputs (oracle_compare.compare_device) or runs out (verify._compared): the
+      reference's outputs (reference_child.replay), the candidate's as read from a file
+      where they could not be shared (2 x outputs), the float64 outputs on the host
+      (float64_row; float64_on_host, which counts them, where that run moved there too).
+      Or the chosen timed runs: those read from the file, and the reference's and the
+      candidate's run copied to the host where the device runs out (compare_run).
+    - reference: its trials on the host where the device has no room for them
+      (stays_on_device): trial 0's outputs and the trial's (2 x outputs) and the float64
+      run's as the oracle's; then it is the oracle.
+    - baseline, ncu: drawn (a streamed reference's kinds are not checked: no reference
+      loaded, baseline_child.loaded_reference; no timed run kept).
+    """
+    drawn = 2 * fp.inputs
+    revealed = sum(reveal_counts(fp.outputs)) * fp.outputs
+    trial = 2 * fp.outputs + float64_on_host(fp)
+    oracle = max(trial, revealed + fp.outputs + drawn)
+    return {
+        "reference": oracle,
+        "oracle": oracle,
+        "candidate": drawn + revealed,
+        "baseline": drawn,
+        "ncu": drawn,
+    }[mode]
 
 
 def machine_room() -> int:
@@ -230,15 +302,24 @@ def shortfall(problem: Any, fp: Footprint, device: str, trials: int, stream: boo
     need, room = machine_need(fp, device, trials, stream), machine_room()
     if need <= room:
         return ""
-    held = (
-        f"one trial's outputs and their float64 copies, {_gib(reference_bytes(fp, 1))}, are "
-        "held at once by the oracle that recomputes them and by the evaluator that compares "
-        "a candidate's with them"
-        if stream
-        else f"the reference's {trials} trials' outputs and their float64 copies, "
-        f"{_gib(reference_bytes(fp, trials))}, are kept while a candidate's or a baseline's "
-        "are compared with them"
-    )
+    if stream and device.startswith("cuda"):
+        held = (
+            "the oracle that recomputes a trial may compare it on the host where the device "
+            f"is full, {_gib(cuda_streamed_bytes(fp, 'oracle'))} with a float64 run moved "
+            "there, beside the candidate's copies of outputs it cannot share"
+        )
+    elif stream:
+        held = (
+            f"one trial's outputs and their float64 copies, {_gib(reference_bytes(fp, 1))}, "
+            "are held at once by the oracle that recomputes them and by the evaluator that "
+            "compares a candidate's with them"
+        )
+    else:
+        held = (
+            f"the reference's {trials} trials' outputs and their float64 copies, "
+            f"{_gib(reference_bytes(fp, trials))}, are kept while a candidate's or a "
+            "baseline's are compared with them"
+        )
     return (
         f"at these sizes its evaluation needs about {_gib(need)} of host memory at once, and "
         f"this machine has {_gib(max(room, 0))} for it: {sizes_hint(problem)}. ({fp.describe()};"

@@ -107,6 +107,53 @@ def test_a_problem_the_machine_cannot_hold_is_refused_with_what_to_set(monkeypat
     )
 
 
+def test_on_cuda_a_streamed_reference_counts_what_reaches_the_host(monkeypatch):
+    """37_FrobeniusNorm at its published size (7 GiB in and out, float32): on CUDA against a
+    streamed reference the outputs stay on the device (CUDA IPC, compared in the oracle);
+    only the paths that copy to the host count. Refused before on a 128 GB H100 host (126
+    GiB estimated: the parent's copy of a trial, every child's outputs on the host)."""
+    fp = Footprint(7 * GiB, 7 * GiB, 7 * GiB, 0)
+
+    def need(mode: str, device: str = "cuda") -> float:
+        return fp_mod.need_bytes(fp, mode, device, 9, stream=True) / GiB
+
+    # the oracle: its trial's outputs and the candidate's host copy (2 x 7), a float64 run
+    # moved to the host: inputs in float32 and float64 (3 x 7), float64 outputs (2 x 7)
+    assert need("oracle") == need("reference") == 2 * 7 + 3 * 7 + 2 * 7
+    # the candidate: inputs drawn on the host (2 x 7), one timed run and one burst call
+    # copied there where they cannot be shared (2 x 7); its kept timed runs stay on device
+    assert need("candidate") == 2 * 7 + 2 * 7
+    assert need("baseline") == need("ncu") == 2 * 7  # inputs drawn on the host only
+    # the parent holds none of it: the oracle beside the candidate's child
+    assert fp_mod.machine_need(fp, "cuda", 9, True) == (49 + 28) * GiB
+    # a 125.87 GiB host (109.28 GiB for an evaluation): it fits now, and on the CPU it does not
+    monkeypatch.setattr(fp_mod, "machine_bytes", lambda: int((109.28 * GiB + 4 * GiB) / 0.9))
+    problem = resolve_problem("level1/04_softmax")
+    assert fp_mod.shortfall(problem, fp, "cuda", 9, stream=True) == ""
+    why = fp_mod.shortfall(problem, fp, "cpu", 9, stream=True)
+    assert "needs about 196.00 GiB of host memory" in why  # the CPU's estimate unchanged
+    assert need("candidate", "cpu") == 84 and need("oracle", "cpu") == 84
+    monkeypatch.setattr(fp_mod, "machine_bytes", lambda: 64 * GiB)  # too small: says why
+    why = fp_mod.shortfall(problem, fp, "cuda", 9, stream=True)
+    assert "needs about 77.00 GiB" in why and "compare it on the host" in why
+    # kept (not streamed) on CUDA: the CPU-shaped estimate as it was
+    assert fp_mod.need_bytes(fp, "candidate", "cuda", 9) == 49 * GiB
+
+
+def test_on_cuda_streamed_small_outputs_and_parameters_are_counted_too():
+    """Outputs of 64 MiB: 4 timed runs and 2 burst calls are checked (timed_check.
+    reveal_counts), each copied to the host where it cannot be shared; the parent keeps
+    each trial's changed buffers (at most the parameters' size)."""
+    mib = 2**20
+    fp = Footprint(32 * mib, 64 * mib, 64 * mib, 16 * mib)
+    assert fp_mod.need_bytes(fp, "candidate", "cuda", 9, True) == (2 * 32 + 6 * 64) * mib
+    trial = 2 * 64 + (3 * 32 + 2 * 64 + 2 * 16)  # outputs, candidate's, float64 on the host
+    runs = 6 * 64 + 64 + 2 * 32  # the chosen runs read, the reference's run, inputs drawn
+    assert fp_mod.need_bytes(fp, "oracle", "cuda", 9, True) == max(trial, runs) * mib
+    beside = max(trial, runs) + 2 * 32 + 6 * 64
+    assert fp_mod.machine_need(fp, "cuda", 9, True) == (9 * 16 + beside) * mib
+
+
 def test_a_reference_beyond_the_configured_limit_runs_with_its_scaled_one(tmp_path):
     """1.7 GiB of reference outputs and float64 copies: past a 600 MiB limit (killed or out
     of memory there before), within the limit scaled to its footprint."""
