@@ -7,7 +7,7 @@ parent times what lies between against the build limit instead of the stage's, w
 scaled to the problem's own time (evaluator/limits.py, sandbox.Child). A candidate that sent
 these itself would only give itself the build limit.
 
-On a GPU a candidate's compile also runs off the device lock (`OffLane`, worker.py): its
+On a GPU a candidate's compile also runs off the device lock (`OffLane`, `off_lane`): its
 kernels finish, it says "aside" (the parent lets its shared hold go) and after the compile
 it waits at a safe point ("pause") until the parent holds the lock shared again. A compile
 is CPU work; under the hold, every timing of the GPU waited for it (H200, 8 actors: shared
@@ -50,6 +50,21 @@ class OffLane:
 
     leave: Callable[[], None]
     back: Callable[[], None]
+
+
+def off_lane(device: str, send: Send, back: Callable[[], None]) -> OffLane | None:
+    """A candidate's child's way off the device lock and back (`back`: its safe point): on a
+    GPU only (on the CPU a compile is the timed runs' own resource); its kernels end first."""
+    if not device.startswith("cuda"):
+        return None
+
+    def leave() -> None:
+        import torch
+
+        torch.cuda.synchronize()
+        send("aside")
+
+    return OffLane(leave, back)
 
 
 def announce(

@@ -7,6 +7,7 @@ memory and output limits, compares outputs, and kills this process when it must.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import os
@@ -62,19 +63,6 @@ class Channel:
         self.send("pause", **fields)
         if sys.stdin.readline().strip() != "go":
             raise SystemExit(0)  # the parent has gone
-
-
-def off_lane(channel: Channel, device: str) -> compiling.OffLane | None:
-    """A compile's way off the device lock and back (compiling.OffLane): on a GPU only (on
-    the CPU a compile is the timed runs' own resource); the child's kernels end first."""
-    if not device.startswith("cuda"):
-        return None
-
-    def leave() -> None:
-        synchronize(device)
-        channel.send("aside")
-
-    return compiling.OffLane(leave, lambda: channel.safe_point(back="compiled"))
 
 
 def synchronize(device: str) -> None:
@@ -319,7 +307,8 @@ def run_candidate(job: Job, channel: Channel) -> None:
     module = exec_problem(job.problem)
     channel.stage("build")
     # compiles after the build stage are timed as builds, and on a GPU run off its lock
-    compiling.announce(channel.send, off_lane=off_lane(channel, job.device))
+    back = functools.partial(channel.safe_point, back="compiled")
+    compiling.announce(channel.send, off_lane=compiling.off_lane(job.device, channel.send, back))
     guarded = load_guarded(job, module, clocks)
     guarded.check_harness()
     guarded.check_world()
