@@ -38,7 +38,7 @@ TARGETS = (
 
 
 # the targets that compile without touching the device (an autotuner's trials run kernels)
-OFF_LANE = frozenset(t for t in TARGETS if t[2] != "_bench")
+OFF_LANE_TARGETS = frozenset(t for t in TARGETS if t[2] != "_bench")
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def announce(
     send: Send,
     targets: tuple[tuple[str, str, str], ...] = TARGETS,
     off_lane: OffLane | None = None,
-    off_targets: frozenset[tuple[str, str, str]] = OFF_LANE,
+    off_targets: frozenset[tuple[str, str, str]] = OFF_LANE_TARGETS,
 ) -> None:
     """Wrap every compile entry point found (once per process) so that it tells the parent;
     with `off_lane`, an outermost compile of `off_targets` also runs off the device lock."""

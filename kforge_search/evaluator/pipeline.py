@@ -360,7 +360,7 @@ class Evaluator:
         first = self._run_baselines(problem, platform, kinds, ref, unseen=unseen)
         if not (busy := noise.busy_kinds(first)):
             return first
-        again = self._run_baselines(problem, platform, busy, ref, True, unseen)
+        again = self._run_baselines(problem, platform, busy, ref, exclusive=True, unseen=unseen)
         return noise.retried(first, again)
 
     def _run_baselines(
