@@ -50,15 +50,18 @@ def test_drawn_uses_the_device_context() -> None:
 
 
 def test_descendants_walk_finds_what_a_full_scan_finds() -> None:
+    # Rooted at the child, not at pytest: the session's Ray cluster and other
+    # tests' leftovers are pytest's descendants too and come and go meanwhile.
     proc = subprocess.Popen(["bash", "-c", "sleep 5 & sleep 5 & wait"])
     try:
         deadline = time.monotonic() + 5
-        while len(tree.descendants(os.getpid(), tree.processes())) < 3:
+        while len(tree.descendants(proc.pid, tree.processes())) < 2:
             assert time.monotonic() < deadline, "the children did not start"
             time.sleep(0.05)
-        scanned = sorted(tree.descendants(os.getpid(), tree.processes()))
-        assert sorted(tree.descendants(os.getpid())) == scanned
-        assert proc.pid in scanned and len(scanned) == 3
+        scanned = sorted(tree.descendants(proc.pid, tree.processes()))
+        assert sorted(tree.descendants(proc.pid)) == scanned
+        assert len(scanned) == 2 and proc.pid not in scanned
+        assert proc.pid in tree.descendants(os.getpid())
     finally:
         proc.kill()
         proc.wait()
