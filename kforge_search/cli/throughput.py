@@ -160,6 +160,10 @@ def _print(result: Any) -> None:
     for name, seconds in (steady or whole).phases:  # largest first; none under 5 ms
         if seconds >= 0.005:
             rows.append(both(f"  {name}", lambda w, n=name: _num(dict(w.phases).get(n))))
+    rows.append(both("CPU-s / evaluation", lambda w: _num(sum(v for _, v in w.cpu_parts) or None)))
+    for name, seconds in (steady or whole).cpu_parts[:12]:  # by process (procs/cpu_parts.py)
+        if seconds >= 0.005:
+            rows.append(both(f"  {name}", lambda w, n=name: _num(dict(w.cpu_parts).get(n))))
     emit(("figure", Column("whole", "whole run"), Column("steady", "steady state")), rows)
     best = [(b.problem, b.speedup, b.peer, b.speedup_fp32) for b in result.best]
     speed = Column("speedup", show=lambda v: "-" if v is None else f"{v:.2f}x")

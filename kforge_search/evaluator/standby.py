@@ -47,6 +47,9 @@ def _imports() -> None:
 def standby(device: str, fd: int) -> str:
     """Warm up, say so, then wait for the job file's path; its folder becomes this process's
     working and temporary folder. "" when the evaluator went away instead."""
+    from kforge_search.procs.cpu_parts import name_self
+
+    name_self("kf.spare")  # its CPU, for the throughput's parts (procs/cpu_parts.py)
     warm_up(device)
     os.write(fd, b'{"type": "ready"}\n')
     job_path = sys.stdin.readline().strip()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import json
 import os
 import resource
 import sys
@@ -32,6 +31,7 @@ from kforge_search.evaluator import (
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
 from kforge_search.evaluator.cache_seal import private_dir
+from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.child_failure import CandidateFailure, rejected
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.landlock import confine_child
@@ -40,29 +40,7 @@ from kforge_search.evaluator.standby import standby
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.paths import cache_dir
 from kforge_search.problem import exec_problem
-
-
-class Channel:
-    """JSON lines to the parent on a dedicated pipe (stdout is the candidate's)."""
-
-    def __init__(self, fd: int):
-        self._file = os.fdopen(fd, "w", buffering=1)
-
-    def send(self, event_type: str, /, **fields: Any) -> None:
-        self._file.write(json.dumps({"type": event_type, **fields}, default=str) + "\n")
-        self._file.flush()
-
-    def stage(self, name: str) -> None:
-        self.send("stage", stage=name)
-
-    def safe_point(self, **fields: Any) -> None:
-        """A pause in a long shared hold of the device (a reference between its trials, a
-        baseline between its kinds): the parent lets a timing that waits go first
-        (DeviceLock.yield_to_timing), then says "go". A published-size reference held the
-        device for minutes (H200: 305 s) and every timing of the node waited for all of it."""
-        self.send("pause", **fields)
-        if sys.stdin.readline().strip() != "go":
-            raise SystemExit(0)  # the parent has gone
+from kforge_search.procs.cpu_parts import child_name, name_self
 
 
 def synchronize(device: str) -> None:
@@ -553,7 +531,8 @@ def main(argv: list[str]) -> int:
     else:
         job_path, fd = argv[1], argv[2]
     job = Job.load(job_path)
-    channel = Channel(int(fd))
+    channel = Channel(int(fd), job.mode)
+    name_self(child_name(job.mode, "start"))
     if job.mode in ("candidate", "ncu"):
         # the bytecode cache (PYTHONPYCACHEPREFIX) is every child's: only what was imported
         # before a candidate's code could run (a spare's warm-up, trusted children) goes there

@@ -49,6 +49,8 @@ class Tick:
     cpu_busy: int
     cpu_total: int
     gpus: tuple[float, ...] = ()
+    parts: tuple[tuple[str, float], ...] = ()  # CPU seconds by part so far (procs/cpu_parts.py)
+    hz: int = 100  # the jiffies' clock ticks per second
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,7 @@ class Window:
     gpu_utilization: tuple[float, ...]  # mean percent per GPU index
     mean_duration_s: float
     phases: tuple[tuple[str, float], ...]  # mean seconds per evaluation, largest first
+    cpu_parts: tuple[tuple[str, float], ...] = ()  # CPU seconds per evaluation, largest first
 
     @property
     def seconds(self) -> float:
@@ -93,6 +96,7 @@ class Window:
             },
             "mean_duration_s": round(self.mean_duration_s, 2),
             "seconds_per_evaluation_by_phase": {k: round(v, 2) for k, v in self.phases},
+            "cpu_seconds_per_evaluation_by_part": {k: round(v, 2) for k, v in self.cpu_parts},
         }
 
 
@@ -146,10 +150,33 @@ def cpu_utilization(ticks: Sequence[Tick], start: float, end: float) -> float | 
     first) and the first at or after `end` (else the last); None: fewer than two ticks."""
     if len(ticks) < 2:
         return None
-    first = max((t for t in ticks if t.at <= start), key=lambda t: t.at, default=ticks[0])
-    last = min((t for t in ticks if t.at >= end), key=lambda t: t.at, default=ticks[-1])
+    first, last = _bounding(ticks, start, end)
     total = last.cpu_total - first.cpu_total
     return (last.cpu_busy - first.cpu_busy) / total if total > 0 else None
+
+
+def _bounding(ticks: Sequence[Tick], start: float, end: float) -> tuple[Tick, Tick]:
+    first = max((t for t in ticks if t.at <= start), key=lambda t: t.at, default=ticks[0])
+    last = min((t for t in ticks if t.at >= end), key=lambda t: t.at, default=ticks[-1])
+    return first, last
+
+
+def cpu_parts(
+    ticks: Sequence[Tick], start: float, end: float, evaluations: int
+) -> dict[str, float]:
+    """CPU seconds per evaluation by part between the ticks that bound [start, end] (as
+    cpu_utilization), the largest first; "unseen": what the host's counter has beyond the
+    parts (processes that lived between two ticks, the kernel's own). {}: no parts sampled."""
+    if len(ticks) < 2 or not ticks[-1].parts or evaluations < 1:
+        return {}
+    first, last = _bounding(ticks, start, end)
+    before = dict(first.parts)
+    spent = {k: v - before.get(k, 0.0) for k, v in last.parts}
+    spent = {k: v for k, v in spent.items() if v > 0}
+    host = (last.cpu_busy - first.cpu_busy) / last.hz
+    spent["unseen"] = max(0.0, host - sum(spent.values()))
+    ranked = sorted(spent.items(), key=lambda kv: -kv[1])
+    return {k: v / evaluations for k, v in ranked}
 
 
 def gpu_utilization(ticks: Iterable[Tick], start: float, end: float) -> tuple[float, ...]:
@@ -186,6 +213,7 @@ def window(
         gpu_utilization=gpu_utilization(ticks, start, end),
         mean_duration_s=sum(e.duration_s for e in inside) / n,
         phases=tuple((k, v / n) for k, v in sums.items()),
+        cpu_parts=tuple(cpu_parts(ticks, start, end, len(inside)).items()),
     )
 
 

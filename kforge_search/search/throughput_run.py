@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from kforge_search.procs.cpu_parts import Parts
 from kforge_search.search.throughput import (
     Best,
     Evaluation,
@@ -140,6 +141,7 @@ class _Sampler:
 
     gpus: bool
     ticks: list[Tick] = field(default_factory=list)
+    parts: Parts = field(default_factory=Parts)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -161,7 +163,9 @@ class _Sampler:
 
     def _tick(self) -> Tick:
         busy, total = _cpu_jiffies()
-        return Tick(time.time(), busy, total, _gpu_utilization() if self.gpus else ())
+        parts = tuple(self.parts.sample().items())
+        gpus = _gpu_utilization() if self.gpus else ()
+        return Tick(time.time(), busy, total, gpus, parts, os.sysconf("SC_CLK_TCK"))
 
 
 def _cpu_jiffies() -> tuple[int, int]:
