@@ -24,6 +24,12 @@ def _default_keep_mb() -> int:
     return int(CACHED_SHARE * footprint.machine_bytes() / 2**20)
 
 
+def _zygote_default() -> bool | None:
+    """$KFORGE_ZYGOTE=1 (or 0) turns zygotes on (off) on every device; unset: CPU only."""
+    value = os.environ.get("KFORGE_ZYGOTE", "").strip()
+    return None if value not in ("0", "1") else value == "1"
+
+
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
 NODE_CACHED_SHARE = 0.4  # what all the evaluators of one machine keep together, at most
 
@@ -58,6 +64,9 @@ class EvalConfig:
     baseline_timeout_s: float = 900.0
     check_unseen: bool = True  # also verify at the problem's "unseen" size set
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
+    # spares forked from a warm zygote (zygote.py); None: on the CPU only, not yet measured
+    # on a GPU ($KFORGE_ZYGOTE=1 turns it on there)
+    zygote: bool | None = field(default_factory=_zygote_default)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
     # evaluators sharing this machine's memory (cached_share): the references each keeps

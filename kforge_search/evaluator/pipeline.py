@@ -56,16 +56,15 @@ class Evaluator:
         self._unseen_failed: dict[str, str] = {}  # unseen sizes whose reference failed: why
         self._baselines = BaselineCache(cache_dir() / "baselines.json")
         self._stored = ReferenceStore(cache_dir() / "references", cache_dir())
-        self._spares = Spares()
+        self._spares = Spares(self.config.zygote)
         self._locks: dict[str, DeviceLock] = {}  # by device key: see devicelock.py
         self._device_ok: bool | None = None  # this process can compare on its accelerator
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
-        key = device_key(device)
-        if key not in self._locks:
-            self._locks[key] = DeviceLock(key)
-        return self._locks[key]
+        if (lock := self._locks.get(key := device_key(device))) is None:
+            lock = self._locks[key] = DeviceLock(key)
+        return lock
 
     # -- children -------------------------------------------------------------------------
     def _timed_runs(self, platform: Platform) -> int:
@@ -182,6 +181,9 @@ class Evaluator:
 
     def spare_pids(self) -> list[int]:
         return self._spares.pids()
+
+    def zygote_pids(self) -> list[int]:  # their own processes, not the spares they forked
+        return self._spares.zygote_pids()
 
     def oracle_pids(self) -> list[int]:
         return [o.pid() for o in self._oracles.values() if o.alive]

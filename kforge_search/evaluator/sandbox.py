@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator.forked import ForkedProc
 from kforge_search.evaluator.phases import Phases, marks_to_phases
 from kforge_search.procs import tree
 
@@ -290,7 +291,8 @@ def writable_bytecode(full: dict[str, str], ours: Mapping[str, str]) -> dict[str
 class Spawned:
     """A worker process and the read end of its event pipe."""
 
-    proc: subprocess.Popen[bytes]  # the keeper, which runs the worker (procs/keeper.py)
+    # the keeper, which runs the worker (procs/keeper.py); or one forked by a zygote
+    proc: subprocess.Popen[bytes] | ForkedProc
     read_fd: int
     token: str  # its EVAL_TOKEN
 
@@ -316,10 +318,14 @@ class Spawned:
 
 
 def spawn(
-    args: list[str], cwd: Path, env: Mapping[str, str], prefix: tuple[str, ...] = ()
+    args: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    prefix: tuple[str, ...] = (),
+    pass_fds: tuple[int, ...] = (),
 ) -> Spawned:
     """`python -m kforge_search.evaluator.worker ARGS... FD` under a keeper, in a session of
-    its own, marked with a token of its own."""
+    its own, marked with a token of its own (`pass_fds`: more of ours it keeps open)."""
     read_fd, write_fd = os.pipe()
     cmd = [sys.executable, *KEEPER, *prefix, sys.executable, "-m", "kforge_search.evaluator.worker"]
     token = uuid.uuid4().hex
@@ -329,7 +335,7 @@ def spawn(
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,),
+            pass_fds=(write_fd, *pass_fds),
             cwd=cwd,
             env=child_env({**env, EVAL_TOKEN: token}),
             start_new_session=True,
@@ -339,7 +345,7 @@ def spawn(
     return Spawned(proc, read_fd, token)
 
 
-def end_tree(proc: subprocess.Popen[bytes], token: str) -> None:
+def end_tree(proc: subprocess.Popen[bytes] | ForkedProc, token: str) -> None:
     """End a child and everything it started: its keeper kills the whole tree (and exits as
     the child did); a keeper that does not answer is killed with its process group; then
     whatever still carries the child's token, anywhere on the machine."""

@@ -10,20 +10,20 @@ import sys
 import tempfile
 
 
-def warm_up(device: str) -> None:
+def warm_up(device: str, context: bool = True) -> None:
     """A spare's start-up (evaluator/spare.py): what every job of this device would load.
     What touches the device runs under the device lock, held shared (devicelock.py): never
     beside another evaluator's timed runs. On a GPU that is its CUDA context and a first
     allocation; the imports before run on the host's other cores. On the CPU the whole
-    warm-up is the device's work."""
+    warm-up is the device's work. `context` False: the imports only (a zygote's: zygote.py)."""
     from kforge_search.evaluator.devicelock import holding
 
     on_cpu = not device.startswith("cuda")
     # not queued behind a waiting timing (devicelock.DeviceLock.hold): this spare's evaluator
     # may hold the lock shared while it waits for the spare, and the timing waits for it
     with holding(device, False, queue=False) if on_cpu else contextlib.nullcontext():
-        _imports()
-    if not on_cpu:
+        warm_imports()
+    if not on_cpu and context:
         import torch
 
         with holding(device, False, queue=False), contextlib.suppress(Exception):
@@ -32,7 +32,8 @@ def warm_up(device: str) -> None:
                 torch.empty(1)  # draws its inputs (inputs.on_device): ~3.5 s of imports, once
 
 
-def _imports() -> None:
+def warm_imports() -> None:
+    """What every job would import (a zygote's warm-up: zygote.py)."""
     import torch  # noqa: F401
 
     for name in ("torch.utils.cpp_extension", "triton", "triton.language"):

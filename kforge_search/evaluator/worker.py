@@ -27,6 +27,7 @@ from kforge_search.evaluator import (
     out_of_memory,
     shared_outputs,
     timed_runs,
+    zygote,
 )
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.build import BuildError, cache_cpp_builds, load_candidate_class
@@ -36,7 +37,7 @@ from kforge_search.evaluator.child_failure import CandidateFailure, rejected
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
-from kforge_search.evaluator.standby import standby
+from kforge_search.evaluator.standby import standby, warm_up
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.paths import cache_dir
 from kforge_search.problem import exec_problem
@@ -524,12 +525,20 @@ def limit_memory(job: Job) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[1] == "--zygote":  # forks spares (zygote.py), each goes on as --standby does
+        warm = functools.partial(warm_up, argv[2], context=False)  # on the CPU: under its lock
+        return zygote.serve(int(argv[3]), warm, lambda fd: spare(argv[2], fd))
     if argv[1] == "--standby":
-        job_path, fd = standby(argv[2], int(argv[3])), argv[3]
-        if not job_path:
-            return 0
-    else:
-        job_path, fd = argv[1], argv[2]
+        return spare(argv[2], int(argv[3]))
+    return run(argv[1], int(argv[2]))
+
+
+def spare(device: str, fd: int) -> int:
+    job_path = standby(device, fd)
+    return run(job_path, fd) if job_path else 0
+
+
+def run(job_path: str, fd: int) -> int:
     job = Job.load(job_path)
     channel = Channel(int(fd), job.mode)
     name_self(child_name(job.mode, "start"))

@@ -100,7 +100,6 @@ class Parts:
     proc_root: str = "/proc"
     seconds: dict[str, float] = field(default_factory=dict)
     _last: dict[tuple[int, int], float] = field(default_factory=dict)
-    _cmdlines: dict[tuple[int, int], str] = field(default_factory=dict)
     _started: bool = False
 
     def sample(self) -> dict[str, float]:
@@ -112,14 +111,10 @@ class Parts:
                 before = proc.cpu_s  # running before the first sample: from here on
             delta = proc.cpu_s - (before or 0.0)
             if delta > 0:
-                if proc.comm.startswith("kf."):
-                    name = proc.comm
-                else:
-                    if key not in self._cmdlines:
-                        self._cmdlines[key] = _cmdline(key[0], self.proc_root)
-                    name = kind(proc.comm, self._cmdlines[key])
+                # read again each time: a Ray worker's title changes when it takes an actor
+                cmdline = "" if proc.comm.startswith("kf.") else _cmdline(key[0], self.proc_root)
+                name = kind(proc.comm, cmdline)
                 self.seconds[name] = self.seconds.get(name, 0.0) + delta
         self._last = {k: p.cpu_s for k, p in now.items()}
-        self._cmdlines = {k: v for k, v in self._cmdlines.items() if k in now}
         self._started = True
         return dict(self.seconds)

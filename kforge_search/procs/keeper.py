@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 from kforge_search.procs.tree import become_subreaper, descendants, make_undumpable, signal_all
 
@@ -64,8 +65,13 @@ class Stub:
 
 
 class Keeper:
-    def __init__(self, cmd: list[str], mask: set[signal.Signals]):
-        self.cmd, self.mask = cmd, mask
+    """`cmd` run as its child (exec'd), or `run` (a function that ends with os._exit: a
+    process forked from a warm one, evaluator/zygote.py)."""
+
+    def __init__(
+        self, cmd: list[str], mask: set[signal.Signals], run: Callable[[], None] | None = None
+    ):
+        self.cmd, self.mask, self.run = cmd, mask, run
         self.parent = os.getppid()
         self.child = 0
         self.status: int | None = None  # CMD's wait status, once reaped
@@ -77,7 +83,10 @@ class Keeper:
         if self.child == 0:  # CMD: the signal mask survives exec, so put it back first
             signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
             try:
-                os.execvp(self.cmd[0], self.cmd)
+                if self.run is not None:
+                    self.run()
+                else:
+                    os.execvp(self.cmd[0], self.cmd)
             finally:
                 os._exit(127)
         _let_go_of_pipes()

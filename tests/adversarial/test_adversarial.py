@@ -202,7 +202,8 @@ def test_reward_hack_is_caught(evaluators, case: Case):
             f"output does not match {case.output_pattern!r}:\n{result.artifacts.output_tail}"
         )
     assert not marker_written, f"{MARKER} was written: the sandbox let a write outside through"
-    spare = set(evaluators(case.policy).helper_pids())  # its own warm child, no candidate's
+    ours = evaluators(case.policy)  # its own warm child and zygote, no candidate's
+    spare = {*ours.helper_pids(), *ours.zygote_pids()}
     assert _children() - spare <= before, "the evaluator left child processes behind"
 
 

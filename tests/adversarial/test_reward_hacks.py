@@ -206,7 +206,7 @@ def test_reward_hack_is_caught(evaluators, case: Case):
         )
     if result.status is Status.INCORRECT:
         assert result.artifacts.mismatch is not None, report
-    spare = set(evaluator.helper_pids())  # its own warm children, no candidate's
+    spare = {*evaluator.helper_pids(), *evaluator.zygote_pids()}  # its own, no candidate's
     assert set(child_processes()) - spare <= before, "the evaluator left child processes behind"
 
 

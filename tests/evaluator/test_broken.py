@@ -52,7 +52,7 @@ def test_broken_candidate_gets_its_status(evaluator, platform, candidate, status
     if status is Status.TIMEOUT:
         assert result.stage == "verify"
         assert elapsed < VERIFY_LIMIT_S + 120  # the limit, plus start-up and a cached build
-    spare = set(evaluator.helper_pids())  # its own warm child, no candidate's
+    spare = {*evaluator.helper_pids(), *evaluator.zygote_pids()}  # its own, no candidate's
     assert _children() - spare <= before, "the evaluator left child processes behind"
 
 

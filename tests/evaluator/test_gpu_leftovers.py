@@ -72,7 +72,7 @@ def test_an_illegal_address_leaves_nothing_and_the_gpu_works_after(marked, tmp_p
     path.write_text(OOB)
     result = _evaluate(evaluator, path)
     assert result.status is Status.RUNTIME_ERROR, result.message
-    assert left(MARK, token, evaluator.helper_pids()) == []
+    assert left(MARK, token, evaluator.helper_pids(), 0, evaluator.zygote_pids()) == []
     assert _evaluate(evaluator, EXAMPLES / "triton/elementwise_chain.py").status is Status.OK
 
 
@@ -84,7 +84,7 @@ def test_a_spinning_kernel_ends_in_seconds_and_leaves_nothing(marked, tmp_path):
     assert result.status is Status.TIMEOUT and result.stage == "verify", result.message
     assert result.limits.scaled and dict(result.limits.stages)["verify"] < 120, result.limits
     assert dict(result.phases)["verify"] < 60, result.phases  # compile + 5 s, not 120 s
-    assert left(MARK, token, evaluator.helper_pids()) == []
+    assert left(MARK, token, evaluator.helper_pids(), 0, evaluator.zygote_pids()) == []
     assert _evaluate(evaluator, EXAMPLES / "triton/elementwise_chain.py").status is Status.OK
 
 

@@ -60,7 +60,8 @@ def test_a_compile_hang_leaves_no_compiler_running(marked_evaluator, tmp_path):
         result = _evaluate(evaluator, path, "cpu-cpp")
         assert result.status is Status.TIMEOUT and result.stage == "build", result.message
         spares = evaluator.helper_pids() + marked_evaluator[0].helper_pids()
-        assert left(MARK, token, spares) == []
+        zygotes = evaluator.zygote_pids() + marked_evaluator[0].zygote_pids()
+        assert left(MARK, token, spares, 0, zygotes) == []
     finally:
         evaluator.close()
 
@@ -69,7 +70,7 @@ def test_a_sleeper_double_forked_at_import_is_ended(marked_evaluator):
     evaluator, token = marked_evaluator
     result = _evaluate(evaluator, LEFTOVERS / "python_double_fork.py", "cpu-triton")
     assert result.status in {Status.OK, Status.REJECTED}, result.message
-    assert left(MARK, token, evaluator.helper_pids(), wait_s=0) == []
+    assert left(MARK, token, evaluator.helper_pids(), 0, evaluator.zygote_pids()) == []
 
 
 def test_a_process_forked_from_cpp_is_ended(marked_evaluator):
@@ -77,7 +78,7 @@ def test_a_process_forked_from_cpp_is_ended(marked_evaluator):
     result = _evaluate(evaluator, LEFTOVERS / "cpp_fork.py", "cpu-cpp")
     assert result.status is Status.REJECTED, result.message
     assert "dynamic:spawned-process" in result.artifacts.reasons
-    assert left(MARK, token, evaluator.helper_pids(), wait_s=0) == []
+    assert left(MARK, token, evaluator.helper_pids(), 0, evaluator.zygote_pids()) == []
 
 
 KILLED_EVALUATOR = """

@@ -9,13 +9,16 @@ from collections.abc import Iterable
 from kforge_search.procs.tree import command_line, descendants, marked
 
 
-def left(mark: str, token: str, spare: Iterable[int] = (), wait_s: float = 0.0) -> list[str]:
-    """Marked processes (pid: command line) other than `spare` and what runs below it,
-    after at most `wait_s` for them to end."""
-    spare = list(spare)
+def left(
+    mark: str, token: str, spare: Iterable[int] = (), wait_s: float = 0.0, alone: Iterable[int] = ()
+) -> list[str]:
+    """Marked processes (pid: command line) other than `spare` and what runs below it, and
+    `alone` (a zygote's own processes: not what it forked), after at most `wait_s` for them
+    to end."""
+    spare, alone = list(spare), set(alone)
     deadline = time.monotonic() + wait_s
     while True:
-        allowed = {*spare, *(p for s in spare for p in descendants(s))}
+        allowed = {*spare, *alone, *(p for s in spare for p in descendants(s))}
         found = [p for p in marked(mark, token) if p not in allowed]
         if not found or time.monotonic() > deadline:
             return [f"{p}: {command_line(p)[:200]}" for p in found]
