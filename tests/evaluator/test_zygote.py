@@ -46,11 +46,15 @@ def _alive(pid: int) -> bool:
     return proc is not None and proc.state != "Z"
 
 
-def test_a_forked_spare_runs_the_next_candidate(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "platform_name", ["cpu-triton", pytest.param("cuda-triton", marks=pytest.mark.gpu)]
+)
+def test_a_forked_spare_runs_the_next_candidate(tmp_path: Path, platform_name: str) -> None:
+    """On a GPU the spare creates its CUDA context after the fork (the zygote has none)."""
     # python_guards off: the crash goes through ctypes (as test_faults.py's)
     evaluator = Evaluator(EvalConfig(baselines=(), zygote=True, python_guards=False))
     problem = resolve_problem(CHAIN, size_set="ci")
-    platform = get_platform("cpu-triton")
+    platform = get_platform(platform_name)
     source = EXAMPLES / "triton/elementwise_chain.py"
     try:
         for _ in range(6):  # the first spares start as interpreters, while the zygote warms
