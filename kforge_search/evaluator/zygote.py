@@ -80,13 +80,7 @@ def serve(control_fd: int, warm_up: Callable[[], None], body: Callable[[int], in
 
 
 def _reap(statuses: dict[int, int]) -> None:
-    while True:
-        try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, status in tree.ended_children():
         fd = statuses.pop(pid, None)
         if fd is not None:
             with contextlib.suppress(OSError):

@@ -26,7 +26,13 @@ import sys
 import time
 from collections.abc import Callable
 
-from kforge_search.procs.tree import become_subreaper, descendants, make_undumpable, signal_all
+from kforge_search.procs.tree import (
+    become_subreaper,
+    descendants,
+    ended_children,
+    make_undumpable,
+    signal_all,
+)
 
 WAKE = {signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP}
 PARENT_CHECK_S = 0.5
@@ -93,13 +99,7 @@ class Keeper:
 
     def reap(self) -> None:
         """Wait for every child that has ended (orphans included); note CMD's status."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, status in ended_children():
             if pid == self.child:
                 self.status = status
 

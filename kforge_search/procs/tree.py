@@ -12,7 +12,7 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -104,6 +104,18 @@ def descendants(root: int, procs: dict[int, Proc] | None = None) -> list[int]:
             found.append(pid)
         todo.extend(children.get(pid, ()))
     return found
+
+
+def ended_children() -> Iterator[tuple[int, int]]:
+    """Reap every child of this process that has ended: (pid, wait status) each."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
 
 
 def command_line(pid: int) -> str:
