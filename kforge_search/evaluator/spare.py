@@ -24,6 +24,8 @@ from pathlib import Path
 from kforge_search.evaluator.sandbox import Spawned, child_env, spawn
 from kforge_search.evaluator.zygote import Zygote
 
+ZYGOTE_AFTER = 3  # spares of one environment before its zygote starts
+
 
 def _key(device: str, env: Mapping[str, str]) -> tuple[str, ...]:
     return (device, *sorted(f"{k}={v}" for k, v in child_env(env).items()))
@@ -38,6 +40,7 @@ class Spares:
         self._zygote = zygote
         self._zygotes: dict[tuple[str, ...], Zygote] = {}  # kept until close: each one's
         # children end with it
+        self._asked: dict[tuple[str, ...], int] = {}  # spares asked for, per environment
         # an evaluator dropped without close(): its spare ends with it, not with this process
         # (a Popen collected while its process runs is kept alive by subprocess itself)
         weakref.finalize(self, Spares._end, self.__dict__)
@@ -70,11 +73,15 @@ class Spares:
         self._spare = (key, proc)
 
     def _forked(self, key: tuple[str, ...], device: str, env: Mapping[str, str]) -> Spawned | None:
-        """A spare from this environment's zygote, started now if there is none (until it is
-        warm, spares start as their own interpreters)."""
+        """A spare from this environment's zygote, started at its ZYGOTE_AFTER-th spare (an
+        evaluator that runs a job or two pays for no zygote); until it is warm, spares start
+        as their own interpreters."""
         if not (self._zygote if self._zygote is not None else device == "cpu"):
             return None
+        self._asked[key] = self._asked.get(key, 0) + 1
         zygote = self._zygotes.get(key)
+        if zygote is None and self._asked[key] < ZYGOTE_AFTER:
+            return None
         if zygote is not None and not zygote.alive():
             zygote.close()
             zygote = None

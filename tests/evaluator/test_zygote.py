@@ -57,7 +57,7 @@ def test_a_forked_spare_runs_the_next_candidate(tmp_path: Path, platform_name: s
     platform = get_platform(platform_name)
     source = EXAMPLES / "triton/elementwise_chain.py"
     try:
-        for _ in range(6):  # the first spares start as interpreters, while the zygote warms
+        for _ in range(10):  # the first spares start as interpreters (spare.ZYGOTE_AFTER, warm-up)
             assert evaluator.evaluate(source, problem, platform).ok
             (spare,) = evaluator.spare_pids()
             chain = evaluator.zygote_pids()
