@@ -36,7 +36,6 @@ from kforge_search.procs import tree
 from kforge_search.procs.cpu_parts import name_self
 
 REPLY_S = 30.0  # a fork's answer (the zygote answers between forks; each takes ~ms)
-PR_SET_DUMPABLE = 4
 
 
 # ---- the zygote's side (worker.py: `--zygote DEVICE CONTROL_FD EVENT_FD`)
@@ -53,7 +52,7 @@ def serve(control_fd: int, warm_up: Callable[[], None], body: Callable[[int], in
     signal.signal(signal.SIGCHLD, lambda *_: None)
     signal.set_wakeup_fd(wake_w)
     statuses: dict[int, int] = {}  # keeper pid -> the evaluator's status pipe
-    ctl.sendall(f"ready {os.getpid()}\n".encode())
+    ctl.sendall(b"ready\n")
     while True:
         readable = select.select([ctl, wake_r], [], [])[0]
         if wake_r in readable:
@@ -120,7 +119,7 @@ def _spare(fds: list[int], token: str, body: Callable[[int], int]) -> None:
         if int(name) > 2 and int(name) != event_w:
             with contextlib.suppress(OSError):
                 os.close(int(name))
-    tree._prctl(PR_SET_DUMPABLE, 1)
+    tree.make_dumpable()
     os.environ[EVAL_TOKEN] = token
     code = 1
     try:
@@ -156,7 +155,7 @@ class Zygote:
     def warm(self) -> bool:
         """Whether it has said "ready" (False while it imports, or once it is gone)."""
         if not self._warm and self.alive():
-            self._warm = self._line(0.0).startswith("ready")
+            self._warm = self._line(0.0) == "ready"
         return self._warm and self.alive()
 
     def pids(self) -> list[int]:

@@ -207,6 +207,11 @@ def become_subreaper() -> bool:
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
+def make_dumpable() -> bool:
+    """Dumpable again, as an exec'd process is (a forked spare: evaluator/zygote.py)."""
+    return _prctl(PR_SET_DUMPABLE, 1)
+
+
 def make_undumpable() -> bool:
     """No core dump, and no ptrace or /proc/PID/mem from processes without privileges."""
     return _prctl(PR_SET_DUMPABLE, 0)
