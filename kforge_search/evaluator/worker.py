@@ -540,7 +540,7 @@ def spare(device: str, fd: int) -> int:
 
 def run(job_path: str, fd: int) -> int:
     job = Job.load(job_path)
-    channel = Channel(int(fd), job.mode)
+    channel = Channel(fd, job.mode)
     name_self(child_name(job.mode, "start"))
     if job.mode in ("candidate", "ncu"):
         # the bytecode cache (PYTHONPYCACHEPREFIX) is every child's: only what was imported

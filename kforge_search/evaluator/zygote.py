@@ -115,10 +115,7 @@ def _spare(fds: list[int], token: str, body: Callable[[int], int]) -> None:
     os.dup2(stdin_r, 0)
     os.dup2(out_w, 1)
     os.dup2(out_w, 2)
-    for name in os.listdir("/proc/self/fd"):
-        if int(name) > 2 and int(name) != event_w:
-            with contextlib.suppress(OSError):
-                os.close(int(name))
+    tree.close_fds(keep=(event_w,))
     tree.make_dumpable()
     os.environ[EVAL_TOKEN] = token
     code = 1

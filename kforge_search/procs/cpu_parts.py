@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 from dataclasses import dataclass, field
+
+from kforge_search.procs import tree
 
 PR_SET_NAME = 15
 COMPILERS = frozenset(
@@ -55,41 +56,9 @@ def kind(comm: str, cmdline: str) -> str:
     return "other"
 
 
-@dataclass(frozen=True)
-class Proc:
-    comm: str
-    cpu_s: float  # user + system, its own threads' (not its reaped children's)
-
-
-def snapshot(proc_root: str = "/proc") -> dict[tuple[int, int], Proc]:
+def snapshot() -> dict[tuple[int, int], tree.Proc]:
     """Every process now, keyed by (pid, start time): a reused pid is another process."""
-    tick = os.sysconf("SC_CLK_TCK")
-    out: dict[tuple[int, int], Proc] = {}
-    try:
-        pids = [int(n) for n in os.listdir(proc_root) if n.isdigit()]
-    except OSError:
-        return out
-    for pid in pids:
-        try:
-            with open(f"{proc_root}/{pid}/stat", "rb") as f:
-                raw = f.read().decode(errors="replace")
-        except OSError:
-            continue
-        left, right = raw.find("("), raw.rfind(")")
-        fields = raw[right + 2 :].split()
-        if left < 0 or len(fields) < 20:
-            continue
-        utime, stime, start = int(fields[11]), int(fields[12]), int(fields[19])
-        out[(pid, start)] = Proc(raw[left + 1 : right], (utime + stime) / tick)
-    return out
-
-
-def _cmdline(pid: int, proc_root: str) -> str:
-    try:
-        with open(f"{proc_root}/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
+    return {(p.pid, p.start): p for p in tree.processes().values()}
 
 
 @dataclass
@@ -97,14 +66,13 @@ class Parts:
     """CPU seconds by kind since the first `sample()`; a process's seconds go to what it was
     when sampled (a child's stage changes its name)."""
 
-    proc_root: str = "/proc"
     seconds: dict[str, float] = field(default_factory=dict)
     _last: dict[tuple[int, int], float] = field(default_factory=dict)
     _started: bool = False
 
     def sample(self) -> dict[str, float]:
         """Take a sample; the running sums (a copy)."""
-        now = snapshot(self.proc_root)
+        now = snapshot()
         for key, proc in now.items():
             before = self._last.get(key)
             if before is None and not self._started:
@@ -112,7 +80,7 @@ class Parts:
             delta = proc.cpu_s - (before or 0.0)
             if delta > 0:
                 # read again each time: a Ray worker's title changes when it takes an actor
-                cmdline = "" if proc.comm.startswith("kf.") else _cmdline(key[0], self.proc_root)
+                cmdline = "" if proc.comm.startswith("kf.") else tree.command_line(proc.pid)
                 name = kind(proc.comm, cmdline)
                 self.seconds[name] = self.seconds.get(name, 0.0) + delta
         self._last = {k: p.cpu_s for k, p in now.items()}

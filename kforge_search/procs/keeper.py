@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from kforge_search.procs.tree import (
     become_subreaper,
+    close_fds,
     descendants,
     ended_children,
     make_undumpable,
@@ -131,11 +132,7 @@ def _let_go_of_pipes() -> None:
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    for name in os.listdir("/proc/self/fd"):
-        fd = int(name)
-        if fd > 2:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    close_fds()
 
 
 def exit_as(status: int | None) -> None:

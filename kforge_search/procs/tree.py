@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICK = os.sysconf("SC_CLK_TCK")
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER = 4, 36
 
 
@@ -25,14 +26,19 @@ class Proc:
     ppid: int
     state: str  # "R", "S", "D", "Z" (a zombie: dead, not yet reaped), ...
     start: int  # start time in clock ticks since boot: a pid and its start name one process
+    comm: str = ""  # its name (a thread's, 15 bytes at most)
+    cpu_s: float = 0.0  # user + system of its own threads (not its reaped children's)
 
 
 def read_proc(pid: int) -> Proc | None:
     """One process, now; None when there is none."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()  # after "comm)": state, ppid, ...
-        return Proc(pid, int(fields[1]), fields[0], int(fields[19]))
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode(errors="replace")
+        comm, after = raw.split("(", 1)[1].rsplit(")", 1)
+        fields = after.split()  # after "comm)": state, ppid, ...
+        cpu_s = (int(fields[11]) + int(fields[12])) / _TICK
+        return Proc(pid, int(fields[1]), fields[0], int(fields[19]), comm, cpu_s)
     except (OSError, IndexError, ValueError):
         return None
 
@@ -205,6 +211,14 @@ def _prctl(option: int, value: int) -> bool:
 def become_subreaper() -> bool:
     """Orphans below this process become its children (not init's): PR_SET_CHILD_SUBREAPER."""
     return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def close_fds(keep: Collection[int] = ()) -> None:
+    """Close every descriptor of this process above stderr, but `keep`."""
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) > 2 and int(name) not in keep:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
 
 
 def make_dumpable() -> bool:
