@@ -151,6 +151,7 @@ def _print(result: Any) -> None:
     rows = [
         both("seconds", lambda w: f"{w.seconds:.1f}"),
         both("evaluations", lambda w: str(w.evaluations)),
+        both("  infra errors (not counted)", lambda w: str(w.infra_errors)),
         both(per, lambda w: _num(w.per_lane_minute)),
         both("timing lane busy (lock journal)", lambda w: _pct(w.lane_busy)),
         both("GPU utilization (nvidia-smi)", gpus),

@@ -74,14 +74,17 @@ class Spares:
 
     def _forked(self, key: tuple[str, ...], device: str, env: Mapping[str, str]) -> Spawned | None:
         """A spare from this environment's zygote, started at its ZYGOTE_AFTER-th spare (an
-        evaluator that runs a job or two pays for no zygote); until it is warm, spares start
-        as their own interpreters."""
+        evaluator that runs a job or two pays for no zygote); until it is warm, and for good
+        when it said its forks are unfit, spares start as their own interpreters."""
         if not (self._zygote if self._zygote is not None else device == "cpu"):
             return None
         self._asked[key] = self._asked.get(key, 0) + 1
         zygote = self._zygotes.get(key)
         if zygote is None and self._asked[key] < ZYGOTE_AFTER:
             return None
+        if zygote is not None and not zygote.warm() and zygote.unfit:
+            return None  # its forks cannot be spares here (zygote.py): spares start as their
+            # own interpreters, and no other zygote starts for this environment
         if zygote is not None and not zygote.alive():
             zygote.close()
             zygote = None

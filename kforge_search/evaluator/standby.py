@@ -8,6 +8,7 @@ import importlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 
 
 def warm_up(device: str, context: bool = True) -> None:
@@ -43,6 +44,50 @@ def warm_imports() -> None:
         from triton.runtime.cache import triton_key  # for its cache keys (~0.5 s on the H100
 
         triton_key()  # host), at its first kernel's compile: here, off the job's clock
+
+
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+@contextlib.contextmanager
+def fork_safe_cuda_check() -> Iterator[None]:
+    """torch.cuda.is_available() by NVML while inside (PyTorch's fork-safe check), as a
+    zygote's imports need: the default check initializes the CUDA driver, and a process
+    forked after that gets no CUDA (torch: "Cannot re-initialize CUDA in forked
+    subprocess"). torch.utils.cpp_extension calls it when imported where nvcc is found.
+    The environment is as it was afterwards, so a fork runs with the user's."""
+    before = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(NVML_CHECK, None)
+        else:
+            os.environ[NVML_CHECK] = before
+
+
+def fork_unfit(device: str) -> str:
+    """Asked in a throwaway fork of a zygote (zygote.probe): why a fork cannot do a spare's
+    work on `device`, "" when it can. On a GPU the fork creates a CUDA context and allocates,
+    as a spare's warm-up does (under the device lock, held shared), so whatever broke CUDA
+    in the zygote shows here, once, and not in a candidate's job."""
+    if not device.startswith("cuda"):
+        return ""
+    import torch
+
+    from kforge_search.evaluator.devicelock import holding
+
+    if torch.cuda._is_in_bad_fork():
+        return "CUDA was initialized in the zygote before it forked (torch's bad fork)"
+    try:
+        with holding(device, False, queue=False):
+            torch.cuda.init()
+            torch.empty(1, device=device)
+            torch.cuda.synchronize(device)
+    except Exception as exc:  # what a forked spare would meet
+        return f"a fork gets no CUDA: {type(exc).__name__}: {str(exc)[:300]}"
+    return ""
 
 
 def standby(device: str, fd: int) -> str:

@@ -37,7 +37,7 @@ from kforge_search.evaluator.child_failure import CandidateFailure, rejected
 from kforge_search.evaluator.job import PROFILE_ENV, Job, trial_path
 from kforge_search.evaluator.landlock import confine_child
 from kforge_search.evaluator.phases import profiled
-from kforge_search.evaluator.standby import standby, warm_up
+from kforge_search.evaluator.standby import fork_safe_cuda_check, fork_unfit, standby, warm_up
 from kforge_search.evaluator.timing import METHODS, Clocks, capture_clocks
 from kforge_search.paths import cache_dir
 from kforge_search.problem import exec_problem
@@ -526,8 +526,14 @@ def limit_memory(job: Job) -> None:
 
 def main(argv: list[str]) -> int:
     if argv[1] == "--zygote":  # forks spares (zygote.py), each goes on as --standby does
-        warm = functools.partial(warm_up, argv[2], context=False)  # on the CPU: under its lock
-        return zygote.serve(int(argv[3]), warm, lambda fd: spare(argv[2], fd))
+        device = argv[2]
+
+        def warm() -> None:
+            with fork_safe_cuda_check():
+                warm_up(device, context=False)  # on the CPU: under its lock
+
+        unfit = functools.partial(fork_unfit, device)
+        return zygote.serve(int(argv[3]), warm, lambda fd: spare(device, fd), unfit)
     if argv[1] == "--standby":
         return spare(argv[2], int(argv[3]))
     return run(argv[1], int(argv[2]))

@@ -12,7 +12,14 @@ evaluator's pipes (stdin, output, events) as its own and goes on as a spare does
 (standby.py: the device's part of the warm-up, "ready", its job). The zygote reaps the
 keeper and writes its exit status on the evaluator's status pipe (forked.ForkedProc).
 Nothing touches a device in the zygote: CUDA does not survive a fork, so each spare starts
-its own context. The zygote ends when its evaluator closes the control socket (or dies).
+its own context. Even asking whether CUDA is there does harm: torch.cuda.is_available()
+(which importing torch.utils.cpp_extension calls where nvcc is found) initializes the driver
+and marks every later fork "bad" (torch then refuses CUDA in it; on the H100 every forked
+spare exited with code 1 before its job). So the zygote warms up with PyTorch's fork-safe
+check (standby.fork_safe_imports), then forks one probe that asks whether a fork gets CUDA;
+when it does not, the zygote answers "unfit REASON" instead of "ready" and its evaluator's
+spares start as their own interpreters, as before (spare.py). The zygote ends when its
+evaluator closes the control socket (or dies).
 """
 
 from __future__ import annotations
@@ -41,12 +48,22 @@ REPLY_S = 30.0  # a fork's answer (the zygote answers between forks; each takes 
 # ---- the zygote's side (worker.py: `--zygote DEVICE CONTROL_FD EVENT_FD`)
 
 
-def serve(control_fd: int, warm_up: Callable[[], None], body: Callable[[int], int]) -> int:
+def serve(
+    control_fd: int,
+    warm_up: Callable[[], None],
+    body: Callable[[int], int],
+    unfit: Callable[[], str] = lambda: "",
+) -> int:
     """Warm up, say "ready", then fork a keeper and its spare per request until the control
-    socket closes; `body(event_fd)` is the spare's life (its exit code)."""
+    socket closes; `body(event_fd)` is the spare's life (its exit code). `unfit()`, asked in a
+    forked probe: why a fork could not do a spare's work ("" when it can); when it says so, the
+    zygote answers "unfit REASON" and ends."""
     name_self("kf.zygote")
     warm_up()
     ctl = socket.socket(fileno=control_fd)
+    if reason := probe(unfit):
+        ctl.sendall(f"unfit {reason}\n".encode())
+        return 0
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *_: None)
@@ -76,6 +93,28 @@ def serve(control_fd: int, warm_up: Callable[[], None], body: Callable[[int], in
             os.close(fd)
         statuses[pid] = fds[3]
         ctl.sendall(f"{pid}\n".encode())
+
+
+def probe(unfit: Callable[[], str]) -> str:
+    """What `unfit()` says in a fork of this process ("" when the fork can do a spare's work);
+    the fork's answer comes back on a pipe."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_fd)
+            os.write(write_fd, unfit().encode()[:512] or b"-")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as answer:
+        said = answer.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0 or not said:
+        return f"the probe fork failed (exit status {os.waitstatus_to_exitcode(status)})"
+    return "" if said == "-" else said
 
 
 def _reap(statuses: dict[int, int]) -> None:
@@ -147,12 +186,17 @@ class Zygote:
             theirs.close()
         self._buffer = b""
         self._warm = False
+        self.unfit = ""  # why its forks cannot be spares, once it said so (then it ends)
         self._lock = threading.Lock()
 
     def warm(self) -> bool:
-        """Whether it has said "ready" (False while it imports, or once it is gone)."""
-        if not self._warm and self.alive():
-            self._warm = self._line(0.0) == "ready"
+        """Whether it has said "ready" (False while it imports, once it is gone, or when it
+        said its forks are unfit: `unfit`)."""
+        if not self._warm and not self.unfit:  # its last words, too, after it ended
+            line = self._line(0.0)
+            self._warm = line == "ready"
+            if line.startswith("unfit"):
+                self.unfit = line.partition(" ")[2] or "unfit"
         return self._warm and self.alive()
 
     def pids(self) -> list[int]:

@@ -27,6 +27,8 @@ class Evaluation:
     ended: float  # epoch seconds: when it was stored, just after it ended
     duration_s: float
     phases: tuple[tuple[str, float], ...] = ()  # seconds per phase (start, build, verify, ...)
+    status: str = ""  # its verdict; INFRA_ERROR: the evaluator failed, the candidate was not
+    # evaluated (not counted: a broken evaluator must not look fast)
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class Window:
 
     start: float
     end: float
-    evaluations: int
+    evaluations: int  # those that evaluated their candidate (not INFRA_ERROR)
     lanes: int
     lane_busy: float | None  # exclusive holds of the journal / (seconds x lanes); None: none
     timed_fraction: float  # the evaluations' "time*" phases / (seconds x lanes)
@@ -68,6 +70,7 @@ class Window:
     mean_duration_s: float
     phases: tuple[tuple[str, float], ...]  # mean seconds per evaluation, largest first
     cpu_parts: tuple[tuple[str, float], ...] = ()  # CPU seconds per evaluation, largest first
+    infra_errors: int = 0  # evaluations the evaluator failed (not in `evaluations`)
 
     @property
     def seconds(self) -> float:
@@ -86,6 +89,7 @@ class Window:
         return {
             "window_s": round(self.seconds, 1),
             "evaluations": self.evaluations,
+            "infra_errors": self.infra_errors,
             "evaluations_per_minute": round(self.per_minute, 3),
             "evaluations_per_gpu_minute": round(self.per_lane_minute, 3) if gpu else None,
             "timing_lane_busy_fraction": _round(self.lane_busy, 3),
@@ -194,10 +198,12 @@ def window(
     end: float,
     lanes: int,
 ) -> Window:
-    """The figures of the evaluations that ended in (start, end]."""
+    """The figures of the evaluations that ended in (start, end]; those the evaluator
+    failed (INFRA_ERROR) are counted apart, in none of the other figures."""
     if lanes < 1:
         raise ValueError(f"lanes {lanes}: a window needs at least 1 timing lane")
-    inside = [e for e in evaluations if start < e.ended <= end]
+    ended = [e for e in evaluations if start < e.ended <= end]
+    inside = [e for e in ended if e.status != "INFRA_ERROR"]
     n = max(len(inside), 1)
     sums = phase_sums(inside)
     seconds = end - start
@@ -214,6 +220,7 @@ def window(
         mean_duration_s=sum(e.duration_s for e in inside) / n,
         phases=tuple((k, v / n) for k, v in sums.items()),
         cpu_parts=tuple(cpu_parts(ticks, start, end, len(inside)).items()),
+        infra_errors=len(ended) - len(inside),
     )
 
 

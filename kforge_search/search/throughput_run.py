@@ -333,8 +333,8 @@ def _read_store(db: Path) -> _Stored:
             break
     evaluations = tuple(
         Evaluation(name, float(ended), float(seconds or 0.0),
-                   tuple(json.loads(phases or "{}").items()))
-        for name, ended, seconds, phases, _ in rows
+                   tuple(json.loads(phases or "{}").items()), status or "")
+        for name, ended, seconds, phases, status in rows
     )  # fmt: skip
     return _Stored(
         evaluations=evaluations,

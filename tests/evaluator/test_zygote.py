@@ -10,10 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
-from kforge_search.evaluator import EvalConfig, Evaluator, Status
+from kforge_search.evaluator import EvalConfig, Evaluator, Status, spare
+from kforge_search.evaluator.forked import ForkedProc
 from kforge_search.evaluator.sandbox import child_env
-from kforge_search.evaluator.zygote import Zygote
+from kforge_search.evaluator.zygote import Zygote, probe
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from kforge_search.procs import tree
@@ -68,7 +70,9 @@ def test_a_forked_spare_runs_the_next_candidate(tmp_path: Path, platform_name: s
         stub, keeper, zygote_pid = chain
         assert tree.read_proc(zygote_pid).ppid == keeper and tree.read_proc(keeper).ppid == stub
         result = evaluator.evaluate(source, problem, platform)  # in the forked spare
-        assert result.status is Status.OK and result.generalizes == "yes", result.message
+        assert result.status is Status.OK and result.generalizes == "yes", (
+            result.message + "\n" + result.artifacts.output_tail
+        )
         phases = dict(result.phases)
         assert phases.get("start", 0.0) + phases.get("setup", 0.0) < 0.5, phases
         assert not _alive(spare)  # one candidate per process
@@ -120,3 +124,40 @@ def test_ending_a_forked_spare_reports_how_it_ended(how: str) -> None:
         assert zygote.fork() is not None  # and forks again
     finally:
         zygote.close()
+
+
+def test_a_probe_fork_says_what_a_fork_would_meet() -> None:
+    assert probe(lambda: "") == ""
+    assert probe(lambda: "no CUDA here") == "no CUDA here"
+    assert probe(lambda: 1 / 0).startswith("the probe fork failed")  # type: ignore[arg-type,return-value]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="here a fork gets CUDA")
+def test_a_zygote_whose_forks_get_no_cuda_says_why_and_spares_start_as_interpreters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a machine without CUDA a zygote for cuda:0 stands for one whose forks get none (on
+    the H100 every forked spare exited before its job when the zygote's imports had
+    initialized CUDA): it says so instead of "ready", and its evaluator's spares start as
+    their own interpreters, with no second zygote."""
+    monkeypatch.setattr(spare, "ZYGOTE_AFTER", 1)
+    spares, env = spare.Spares(zygote=True), child_env({})
+    try:
+        spares.prepare("cuda:0", env)  # starts the zygote; this spare is an interpreter
+        (zygote,) = spares._zygotes.values()
+        deadline = time.monotonic() + 120
+        while not zygote.unfit:
+            assert not zygote.warm(), "a zygote for cuda:0 said ready on a machine without CUDA"
+            assert time.monotonic() < deadline, "the zygote said nothing"
+            time.sleep(0.1)
+        assert "CUDA" in zygote.unfit or "cuda" in zygote.unfit, zygote.unfit
+        first = spares.take("cuda:0", env)
+        assert first is not None
+        first.kill()
+        spares.prepare("cuda:0", env)
+        again = spares.take("cuda:0", env)
+        assert again is not None and not isinstance(again.proc, ForkedProc)
+        again.kill()
+        assert list(spares._zygotes.values()) == [zygote]
+    finally:
+        spares.close()

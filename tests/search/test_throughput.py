@@ -5,6 +5,7 @@ through the CLI: its errors, and one short real search on cpu-cpp."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import typer
@@ -59,6 +60,21 @@ def test_steady_state_starts_at_the_last_problems_first_evaluation():
     )
     assert steady.timed_fraction == pytest.approx(2.5 / 40)
     assert steady.lane_busy is None  # no journal
+
+
+def test_evaluations_the_evaluator_failed_are_counted_apart_and_in_no_figure():
+    """170 "evaluations" in 156 s on the H100 were 161 forked spares that exited before their
+    job: a broken evaluator must not read as a fast one."""
+    broken = tuple(
+        replace(_eval("b", 55.0 + i, 0.2, start=0.2), status="INFRA_ERROR") for i in range(5)
+    )
+    steady = steady_window(EVALS + broken, (), (), lanes=1)
+    clean = steady_window(EVALS, (), (), lanes=1)
+    assert steady is not None and clean is not None
+    assert (steady.evaluations, steady.infra_errors) == (3, 5)
+    assert steady.per_minute == clean.per_minute
+    assert steady.mean_duration_s == clean.mean_duration_s and steady.phases == clean.phases
+    assert steady.as_dict(gpu=True)["infra_errors"] == 5
 
 
 def test_no_steady_state_before_an_evaluation_follows_every_problems_first():
