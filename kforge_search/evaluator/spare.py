@@ -10,7 +10,7 @@ never runs beside timed runs, and no evaluator waits for its own spare before ti
 baseline children (which time the reference on their own) get their next spare only once
 they have ended. One spare per evaluator, for the environment it used last.
 
-Where a zygote serves (zygote.py: on the CPU by default), a spare is forked from it, warm
+Where a zygote serves (zygote.py; by default), a spare is forked from it, warm
 already: its start-up costs ~40 ms instead of the imports (3.2 CPU-s on a 2-CPU machine).
 """
 
@@ -32,10 +32,9 @@ def _key(device: str, env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 class Spares:
-    """`zygote`: spares forked from a warm zygote per environment (zygote.py); None: on the
-    CPU only (on a GPU not yet measured)."""
+    """`zygote`: spares forked from a warm zygote per environment (zygote.py)."""
 
-    def __init__(self, zygote: bool | None = None) -> None:
+    def __init__(self, zygote: bool = True) -> None:
         self._spare: tuple[tuple[str, ...], Spawned] | None = None
         self._zygote = zygote
         self._zygotes: dict[tuple[str, ...], Zygote] = {}  # kept until close: each one's
@@ -76,7 +75,7 @@ class Spares:
         """A spare from this environment's zygote, started at its ZYGOTE_AFTER-th spare (an
         evaluator that runs a job or two pays for no zygote); until it is warm, and for good
         when it said its forks are unfit, spares start as their own interpreters."""
-        if not (self._zygote if self._zygote is not None else device == "cpu"):
+        if not self._zygote:
             return None
         self._asked[key] = self._asked.get(key, 0) + 1
         zygote = self._zygotes.get(key)
