@@ -68,6 +68,33 @@ def test_no_burst_call_gets_a_buffer_an_earlier_call_saw(monkeypatch):
     assert len(held) == 15
 
 
+def test_bursts_hold_no_more_than_the_budget_beyond_the_set_they_call_on(monkeypatch):
+    """Inputs larger than the budget (45_AvgPool2D: a 16 GiB set against 4 GiB): on the
+    H100 two bursts held a sizing set and a call set each, 64 GiB, and the oracle found no
+    room for its own set. Each burst now keeps only what fits the budget beside the set it
+    calls on."""
+    from kforge_search.evaluator import inputs, timed_runs
+
+    def get_inputs():
+        return [torch.randn(256, 256)]  # 256 KiB a set
+
+    module, job = types.SimpleNamespace(get_inputs=get_inputs), _job("cpu")
+    monkeypatch.setattr(timed_runs, "read_command", lambda: ["go"])
+    set_bytes = 256 * 256 * 4
+    budget = set_bytes // 2  # one set is over it
+    held: list = []
+    for draw in (21, 22, 23):
+        outs = timed_runs.run_burst(lambda x: x + 1.0, module, job, draw, 4, budget,
+                                    lambda *a, **k: None, lambda: None, held)  # fmt: skip
+        assert len(outs) == 1  # one call: no room for more
+        assert sum(inputs.set_bytes(s) for s in held) == set_bytes  # its own set, no other
+    roomy: list = []
+    for draw in (21, 22):  # within the budget every set is kept, as before
+        timed_runs.run_burst(lambda x: x + 1.0, module, job, draw, 2, 64 * set_bytes,
+                             lambda *a, **k: None, lambda: None, roomy)  # fmt: skip
+    assert len(roomy) == 2 * 3
+
+
 def test_no_burst_input_sits_where_an_input_the_candidate_was_handed_did(monkeypatch):
     """The timed runs' inputs are freed run by run and the allocator hands their memory
     out again: a burst drawn afterwards could get those addresses (30b_work_on_fresh_buffers
