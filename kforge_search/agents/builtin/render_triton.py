@@ -177,11 +177,13 @@ class StageWriter:
                 # of kernel offsets spans (its columns times the stride) within a quarter
                 # of block_m x block_n. H100, published sizes, ms: 42_MaxPool2D (k4 s1)
                 # 16x256 10.9, 4x256 3.85 (compile 4.29); 45_AvgPool2D (k11 s11) 16x64
-                # 12.7, 2x512 6.04 (eager 6.54); 41_MaxPool1D 16x256 5.02, 4x256 3.69
+                # 12.7, 2x512 6.04 (eager 6.54); 41_MaxPool1D 16x256 5.02, 4x256 3.69.
+                # Triton's interpreter (tensors on the CPU) runs a program per Python loop
+                # step: there tiles keep 16 rows (its pooling tests took 3.6x as long)
                 budget = gn.block_m * gn.block_n // 4
                 lines += [
                     f"wbn{s} = min({gn.block_n}, max(16, triton.next_power_of_2(NC{s})))",
-                    f"wbm{s} = max(1, min(triton.next_power_of_2(M{s}), "
+                    f"wbm{s} = max(1 if a{s}.is_cuda else 16, min(triton.next_power_of_2(M{s}), "
                     f"1 << (max(1, {budget} // (wbn{s} * ws{s}[-1])).bit_length() - 1)))",
                 ]
                 grid = f"(triton.cdiv(M{s}, wbm{s}) * triton.cdiv(NC{s}, wbn{s}), 1, BT{s})"
