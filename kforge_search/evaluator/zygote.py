@@ -16,7 +16,7 @@ its own context. Even asking whether CUDA is there does harm: torch.cuda.is_avai
 (which importing torch.utils.cpp_extension calls where nvcc is found) initializes the driver
 and marks every later fork "bad" (torch then refuses CUDA in it; on the H100 every forked
 spare exited with code 1 before its job). So the zygote warms up with PyTorch's fork-safe
-check (standby.fork_safe_imports), then forks one probe that asks whether a fork gets CUDA;
+check (standby.fork_safe_cuda_check), then forks one probe that asks whether a fork gets CUDA;
 when it does not, the zygote answers "unfit REASON" instead of "ready" and its evaluator's
 spares start as their own interpreters, as before (spare.py). The zygote ends when its
 evaluator closes the control socket (or dies).
