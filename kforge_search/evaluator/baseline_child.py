@@ -14,10 +14,11 @@ from typing import Any
 from kforge_search.evaluator import buffers as model_buffers
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator import out_of_memory, peers
+from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.model_run import build_model, synchronize, time_model
 from kforge_search.evaluator.result import PeerCheck
 from kforge_search.evaluator.timing import Clocks, capture_clocks
-from kforge_search.evaluator.worker import Channel, build_model, synchronize, time_model
 from kforge_search.problem import exec_problem
 
 

@@ -191,6 +191,7 @@ def harness_targets() -> list[tuple[str, Any, str]]:
         build,
         child_failure,
         inputs,
+        model_run,
         timed_runs,
         timing,
         worker,
@@ -208,7 +209,7 @@ def harness_targets() -> list[tuple[str, Any, str]]:
             for n in ("record", "elapsed_time", "synchronize")
         ]
     modules = (buffers, build, child_failure, inputs, sys.modules[__name__], timed_runs, timing)
-    for module in (*modules, worker):
+    for module in (*modules, model_run, worker):
         for name, value in vars(module).items():
             if callable(value) and getattr(value, "__module__", "") == module.__name__:
                 targets.append((f"{module.__name__}.{name}", module, name))

@@ -7,8 +7,9 @@ from typing import Any
 
 from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator import profile
+from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.job import Job
-from kforge_search.evaluator.worker import Channel, Guarded, load_guarded, synchronize
+from kforge_search.evaluator.model_run import Guarded, load_guarded, synchronize
 from kforge_search.problem import exec_problem
 
 

@@ -1,5 +1,5 @@
 """A Python audit hook against introspection, installed in the candidate's process before it
-is imported (worker.load_guarded), beside guards.WorldGuard's.
+is imported (model_run.load_guarded), beside guards.WorldGuard's.
 
 While candidate code is the caller, it refuses the interpreter's doors into the harness:
 frames (sys._getframe, a traceback's tb_frame, a generator's gi_frame, sys._current_frames),

@@ -22,8 +22,10 @@ from typing import Any
 from kforge_search.evaluator import buffers as model_buffers
 from kforge_search.evaluator import exact, footprint, tensorfile
 from kforge_search.evaluator import inputs as job_inputs
+from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.child_failure import CandidateFailure
 from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.model_run import build_model, synchronize
 from kforge_search.evaluator.oracle_compare import (
     RunSpec,
     TrialSpec,
@@ -36,7 +38,6 @@ from kforge_search.evaluator.oracle_compare import (
 )
 from kforge_search.evaluator.out_of_memory import crowded_device
 from kforge_search.evaluator.verify import all_close, magnitude
-from kforge_search.evaluator.worker import Channel, build_model, synchronize
 from kforge_search.problem import exec_problem
 
 PER_CALL_RUNS = 5  # the reference's calls timed for its time per call (limits.py)

@@ -81,8 +81,8 @@ def screen(
     import torch
 
     from kforge_search.evaluator.build import cache_cpp_builds, load_candidate_class
+    from kforge_search.evaluator.model_run import synchronize
     from kforge_search.evaluator.timing import METHODS, capture_clocks
-    from kforge_search.evaluator.worker import synchronize
     from kforge_search.paths import cache_dir
 
     if not platform.timing_meaningful:
