@@ -209,13 +209,29 @@ def harness_targets() -> list[tuple[str, Any, str]]:
             for n in ("record", "elapsed_time", "synchronize")
         ]
     modules = (buffers, build, child_failure, inputs, sys.modules[__name__], timed_runs, timing)
-    for module in (*modules, model_run, worker):
+    for module in (*modules, model_run):
         for name, value in vars(module).items():
             if callable(value) and getattr(value, "__module__", "") == module.__name__:
                 targets.append((f"{module.__name__}.{name}", module, name))
+    # the worker as it runs: `python -m` makes it __main__, and `import ...worker` (above) is a
+    # second copy that runs nothing. Every harness function it calls by name is sealed there,
+    # its own and those it imports (time_model, load_guarded: model_run's)
+    running = running_worker() or worker
+    for name, value in vars(running).items():
+        where = getattr(value, "__module__", None) or ""
+        if callable(value) and (where == running.__name__ or where.startswith("kforge_search.")):
+            targets.append((f"{worker.__name__}.{name}", running, name))
     targets += [(f"timing.METHODS[{k}]", timing.METHODS, k) for k in timing.METHODS]
     targets += [("inputs._HANDED", inputs, "_HANDED")]  # what a burst's inputs must avoid
     return targets
+
+
+def running_worker() -> Any:
+    """The evaluator's worker module as it runs in this process (run as __main__ by
+    `python -m kforge_search.evaluator.worker`), None elsewhere."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    return main if getattr(spec, "name", "") == "kforge_search.evaluator.worker" else None
 
 
 class WorldGuard:

@@ -222,3 +222,22 @@ def test_every_case_is_documented_and_gpu_variants_exist():
     assert len(gpu_only) >= 4 and all(c.platform.startswith("cuda") for c in CASES
                                       if c.file in gpu_only)  # fmt: skip
     assert all(c.statuses <= INCORRECT_OR_REJECTED for c in CASES)
+
+
+def test_the_running_workers_bindings_are_sealed_without_the_static_check():
+    """20j rebinds time_model in sys.modules["__main__"], the worker that runs (`python -m`
+    makes it __main__; the seal's own import of the worker is a second copy that runs
+    nothing). The static check refuses its `import sys`; past it, the seal alone must name
+    the rebinding, not only the burst's wall clock (before: REJECTED by `timing:wall-clock`)."""
+    evaluator = Evaluator(EvalConfig(baselines=(), python_guards=False, verify_timeout_s=60))
+    try:
+        result = evaluator.evaluate(
+            CANDIDATES / "20j_main_time_model_rebound.py",
+            resolve_problem(CHAIN, size_set="ci"),
+            get_platform("cpu-triton"),
+        )
+    finally:
+        evaluator.close()
+    assert result.status is Status.REJECTED, result.message
+    assert "dynamic:harness-patched" in result.artifacts.reasons, result.message
+    assert "kforge_search.evaluator.worker.time_model" in result.message

@@ -1,9 +1,10 @@
 """Adversarial (cpu-triton, level1/10_elementwise_chain): a harness function's code swapped.
 
 Trick: the harness checks the identity of its functions after each stage; a function whose
-__code__ is replaced keeps its identity. At import the candidate reaches the worker's module
-through torch.sys by computed names and gives its same_values (the comparison behind the
-input-mutation and output-changed checks) the code of a function that always answers True.
+__code__ is replaced keeps its identity. At import the candidate reaches the harness's
+modules (the running __main__, and model_run.py, where same_values lives) through torch.sys
+by computed names and gives same_values (the comparison behind the input-mutation and
+output-changed checks) the code of a function that always answers True.
 Its forward then uses the input as scratch after computing the output (04b's trick), which
 the swapped comparison would no longer see. The audit hook refuses the assignment (CPython
 audits a function's __code__ being set) and the candidate swallows the refusal.
@@ -54,7 +55,7 @@ def _always_same(a: object, b: object) -> bool:
 
 def _swap() -> int:
     swapped = 0
-    for name in ("__main__", "kforge_search.evaluator.worker"):
+    for name in ("__main__", "kforge_search.evaluator.worker", "kforge_search.evaluator.model_run"):
         target = getattr(_SYS.modules.get(name), "same_values", None)
         if target is None:
             continue
