@@ -33,21 +33,26 @@ def _detached_hog() -> int:
 
 def test_a_process_outside_the_probed_tree_is_load_and_inside_it_is_not():
     """A busy process beside the probed one shows as load; probed as the tree's own, it
-    does not. (What else runs on the machine adds to both windows alike: the two figures
-    are compared, the difference is the busy process's.)"""
+    does not. (What else runs on the machine adds to both windows: the two figures are
+    compared, the difference is the busy process's. Other load that changes between the
+    windows can hide it, as a test suite beside it on 2 CPUs did once: up to 3 pairs of
+    windows, one must show it; a probe that does not tell the two apart shows it in none.)"""
     hog = _detached_hog()
+    pairs = []
     try:
         time.sleep(0.3)
-        beside = LoadProbe.start(os.getpid())
-        time.sleep(1.5)
-        with_hog = beside.others()
-        own = LoadProbe.start(hog)
-        time.sleep(1.5)
-        hog_as_own = own.others()
+        for _ in range(3):
+            beside = LoadProbe.start(os.getpid())
+            time.sleep(1.5)
+            with_hog = beside.others()
+            own = LoadProbe.start(hog)
+            time.sleep(1.5)
+            pairs.append((with_hog, own.others()))
+            if with_hog >= 0.5 and with_hog - pairs[-1][1] >= 0.4:
+                break
     finally:
         os.kill(hog, 9)
-    assert with_hog >= 0.5, with_hog
-    assert with_hog - hog_as_own >= 0.4, (with_hog, hog_as_own)
+    assert any(w >= 0.5 and w - o >= 0.4 for w, o in pairs), pairs
 
 
 def test_the_bound_scales_with_the_machine():
