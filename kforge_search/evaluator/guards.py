@@ -6,6 +6,7 @@ They are installed before the candidate is imported.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import threading
@@ -194,7 +195,6 @@ def harness_targets() -> list[tuple[str, Any, str]]:
         model_run,
         timed_runs,
         timing,
-        worker,
     )
 
     targets = [(f"time.{n}", time, n) for n in ("perf_counter", "perf_counter_ns", "monotonic")]
@@ -213,17 +213,21 @@ def harness_targets() -> list[tuple[str, Any, str]]:
         for name, value in vars(module).items():
             if callable(value) and getattr(value, "__module__", "") == module.__name__:
                 targets.append((f"{module.__name__}.{name}", module, name))
-    # the worker as it runs: `python -m` makes it __main__, and `import ...worker` (above) is a
-    # second copy that runs nothing. Every harness function it calls by name is sealed there,
-    # its own and those it imports (time_model, load_guarded: model_run's)
-    running = running_worker() or worker
+    # the worker as it runs: `python -m` makes it __main__ (an import of it would be a second
+    # copy that runs nothing). Every harness function it calls by name is sealed there, its
+    # own and those it imports (time_model, load_guarded: model_run's); outside a worker
+    # (tests), the imported module
+    running = running_worker() or importlib.import_module(WORKER)
     for name, value in vars(running).items():
         where = getattr(value, "__module__", None) or ""
         if callable(value) and (where == running.__name__ or where.startswith("kforge_search.")):
-            targets.append((f"{worker.__name__}.{name}", running, name))
+            targets.append((f"{WORKER}.{name}", running, name))
     targets += [(f"timing.METHODS[{k}]", timing.METHODS, k) for k in timing.METHODS]
     targets += [("inputs._HANDED", inputs, "_HANDED")]  # what a burst's inputs must avoid
     return targets
+
+
+WORKER = "kforge_search.evaluator.worker"
 
 
 def running_worker() -> Any:
@@ -231,7 +235,7 @@ def running_worker() -> Any:
     `python -m kforge_search.evaluator.worker`), None elsewhere."""
     main = sys.modules.get("__main__")
     spec = getattr(main, "__spec__", None)
-    return main if getattr(spec, "name", "") == "kforge_search.evaluator.worker" else None
+    return main if getattr(spec, "name", "") == WORKER else None
 
 
 class WorldGuard:
