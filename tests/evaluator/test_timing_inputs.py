@@ -80,6 +80,8 @@ def test_bursts_hold_no_more_than_the_budget_beyond_the_set_they_call_on(monkeyp
 
     module, job = types.SimpleNamespace(get_inputs=get_inputs), _job("cpu")
     monkeypatch.setattr(timed_runs, "read_command", lambda: ["go"])
+    # no address handed before (other tests' draws in this process): no set drawn again
+    monkeypatch.setattr(inputs, "_HANDED", set())
     set_bytes = 256 * 256 * 4
     budget = set_bytes // 2  # one set is over it
     held: list = []
@@ -89,6 +91,7 @@ def test_bursts_hold_no_more_than_the_budget_beyond_the_set_they_call_on(monkeyp
         assert len(outs) == 1  # one call: no room for more
         assert sum(inputs.set_bytes(s) for s in held) == set_bytes  # its own set, no other
     roomy: list = []
+    monkeypatch.setattr(inputs, "_HANDED", set())  # the sets above are gone: nothing drawn again
     for draw in (21, 22):  # within the budget every set is kept, as before
         timed_runs.run_burst(lambda x: x + 1.0, module, job, draw, 2, 64 * set_bytes,
                              lambda *a, **k: None, lambda: None, roomy)  # fmt: skip
