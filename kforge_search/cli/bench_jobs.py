@@ -85,19 +85,21 @@ def in_parallel(
     for evaluator in evaluators:
         idle.put(evaluator)
     lock = threading.Lock()
+    stopped = threading.Event()  # Ctrl-C: no row after it (see below)
 
     def one(problem: Any) -> None:
         evaluator = idle.get()
         try:
             with room.taken(shares[id(problem)]):
                 row, parents = run(problem, evaluator)
-            if row.status == DEVICE_BUSY:  # others held the device: again, alone on it
-                with room.taken(room.capacity):
+            if row.status == DEVICE_BUSY and not stopped.is_set():  # others held the device:
+                with room.taken(room.capacity):  # again, alone on it
                     row, parents = run(problem, evaluator)
         finally:
             idle.put(evaluator)
         with lock:
-            finished(row, parents)
+            if not stopped.is_set():
+                finished(row, parents)
 
     pool = concurrent.futures.ThreadPoolExecutor(jobs, thread_name_prefix="bench")
     interrupted = False
@@ -106,6 +108,11 @@ def in_parallel(
             future.result()
     except KeyboardInterrupt:  # no waiting for the problems in flight (minutes each)
         interrupted = True
+        # the problems in flight end as their evaluators' children are closed below; the
+        # rows that says are no verdict (H200: 24_LogSoftmax's reference "died with SIGKILL",
+        # kept as REFERENCE_FAILED, and --resume skipped it): dropped, --resume runs them
+        with lock:
+            stopped.set()
         raise
     finally:
         pool.shutdown(wait=not interrupted, cancel_futures=interrupted)

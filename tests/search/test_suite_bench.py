@@ -530,3 +530,47 @@ def test_the_progress_line_of_a_failed_draft_says_why(tmp_path, monkeypatch):
     assert not row["verified"] and row["message"], row
     line = next(x for x in out.output.splitlines() if f"{row['status']} " in x and "(" in x)
     assert f" — {row['message'][:40]}" in " ".join(out.output.split()), (line, row["message"])
+
+
+def test_problems_in_flight_at_ctrl_c_leave_no_row(tmp_path, monkeypatch):
+    """Ctrl-C ends the problems in flight by closing their evaluators' children; what their
+    evaluations then say (a reference "died with SIGKILL": REFERENCE_FAILED) is no verdict
+    on the problem: no row, so that --resume runs it."""
+    import threading
+
+    import pytest
+
+    from kforge_search.cli.bench_jobs import in_parallel
+    from kforge_search.evaluator import Evaluator
+
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    started, release, ended = threading.Event(), threading.Event(), threading.Event()
+    rows: list[str] = []
+
+    def run(problem, evaluator):
+        if problem == "in_flight":
+            started.set()
+            release.wait(30)
+            ended.set()
+            return BenchRow(problem, "REFERENCE_FAILED"), []
+        assert started.wait(30)
+        return BenchRow(problem, "OK"), []
+
+    def finished(row, parents):
+        rows.append(row.problem)
+        if row.problem == "first":
+            raise KeyboardInterrupt  # as the main thread gets it, while "in_flight" runs
+
+    shares = {"first": 0.0, "in_flight": 0.1}
+    first = Evaluator()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            in_parallel(list(shares), run, first, 2, finished, shares.get)
+        release.set()
+        assert ended.wait(30)
+        for thread in threading.enumerate():
+            if thread.name.startswith("bench"):
+                thread.join(30)
+    finally:
+        first.close()
+    assert rows == ["first"]
