@@ -61,6 +61,8 @@ class EvalConfig:
     verify_timeout_s: float = 120.0
     time_timeout_s: float = 300.0
     baseline_timeout_s: float = 900.0
+    # a problem's baselines measured beside its first candidate, not after it (pipeline.py)
+    baselines_ahead: bool = True
     check_unseen: bool = True  # also verify at the problem's "unseen" size set
     spare_child: bool = True  # keep a warm child ready for the next job (evaluator/spare.py)
     # spares forked from a warm zygote (zygote.py; $KFORGE_ZYGOTE=0 turns it off). H100,

@@ -17,6 +17,7 @@ already: its start-up costs ~40 ms instead of the imports (3.2 CPU-s on a 2-CPU 
 from __future__ import annotations
 
 import tempfile
+import threading
 import weakref
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +36,9 @@ class Spares:
     """`zygote`: spares forked from a warm zygote per environment (zygote.py)."""
 
     def __init__(self, zygote: bool = True) -> None:
+        # the evaluator's threads (a candidate's child beside its baselines ahead:
+        # pipeline.py) take and prepare the one spare, and ask the zygote, in turns
+        self._turns = threading.RLock()
         self._spare: tuple[tuple[str, ...], Spawned] | None = None
         self._zygote = zygote
         self._zygotes: dict[tuple[str, ...], Zygote] = {}  # kept until close: each one's
@@ -55,7 +59,8 @@ class Spares:
 
     def take(self, device: str, env: Mapping[str, str]) -> Spawned | None:
         """The spare, when it was started for this device and environment (else it goes)."""
-        spare, self._spare = self._spare, None
+        with self._turns:
+            spare, self._spare = self._spare, None
         if spare is None:
             return None
         if spare[0] == _key(device, env) and spare[1].proc.poll() is None:
@@ -64,12 +69,13 @@ class Spares:
         return None
 
     def prepare(self, device: str, env: Mapping[str, str]) -> None:
-        if self._spare is not None:
-            return
-        key = _key(device, env)
-        forked = self._forked(key, device, env)
-        proc = forked or spawn(["--standby", device], Path(tempfile.gettempdir()), env)
-        self._spare = (key, proc)
+        with self._turns:
+            if self._spare is not None:
+                return
+            key = _key(device, env)
+            forked = self._forked(key, device, env)
+            proc = forked or spawn(["--standby", device], Path(tempfile.gettempdir()), env)
+            self._spare = (key, proc)
 
     def _forked(self, key: tuple[str, ...], device: str, env: Mapping[str, str]) -> Spawned | None:
         """A spare from this environment's zygote, started at its ZYGOTE_AFTER-th spare (an
@@ -98,9 +104,10 @@ class Spares:
         return [pid for zygote in self._zygotes.values() for pid in zygote.pids()]
 
     def close(self) -> None:
-        spare, self._spare = self._spare, None
+        with self._turns:
+            spare, self._spare = self._spare, None
+            zygotes, self._zygotes = self._zygotes, {}
         if spare is not None:
             spare[1].kill()
-        zygotes, self._zygotes = self._zygotes, {}
         for zygote in zygotes.values():
             zygote.close()

@@ -4,6 +4,7 @@ fused tail or split-K modes) and the second pass over rows or columns, from temp
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -31,6 +32,16 @@ class Step:
     x: str = ""  # "online" / "moments": the value both statistics are of
     mean: int = -1  # "moments": the row value the second statistic's deviations are from
     after: str = ""  # "moments": the lines that make `mean` from the first statistic
+    nodes: tuple[int, ...] = ()  # "top": the nodes its lines make
+    # "stat" / "online": plain statistics made in the same walk, each in its own accumulator
+    # `a<node>` (one_walk): their lines and combine read the elements the walk loads
+    extra: tuple[Step, ...] = ()
+
+    @property
+    def made(self) -> set[int]:
+        """The statistics this walk makes (or the nodes a "top" step makes)."""
+        own = {self.node, self.best} - {-1} if self.kind != "top" else set(self.nodes)
+        return own | {e.node for e in self.extra}
 
 
 @dataclass(frozen=True)
@@ -167,6 +178,8 @@ def _window_vars(stage: StagePlan) -> dict[str, object] | None:
 
 def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: set[int]) -> Kernel:
     steps, params = _pass_steps(plan, stage, names, leaves)
+    if stage.axis == "row":
+        steps = one_walk(plan.graph, steps)
     source = r.render_template(
         f"triton/{stage.axis}s.py.j2", name=name, params=signature(params.names), steps=steps
     )
@@ -259,6 +272,61 @@ def _arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: st
         T_ARG_DONE[pair.fn],
         acc="tl.int64",
     )
+
+
+def _ancestors(graph: Graph, ids: set[int]) -> set[int]:
+    seen: set[int] = set()
+    todo = list(ids)
+    while todo:
+        for d in graph.deps(graph.node(todo.pop())):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def _own_accumulator(step: Step) -> Step:
+    """A plain statistic's step with its accumulator `acc` renamed `a<node>`."""
+    name = f"a{step.node}"
+    return dataclasses.replace(step, combine=re.sub(r"\bacc\b", name, step.combine))
+
+
+def one_walk(graph: Graph, steps: list[Step]) -> list[Step]:
+    """A row pass's plain statistics that read none of an earlier walk's statistics, made
+    in that walk: one read of the row for all of them, where each walked it again (cross
+    entropy's target logit after its logsumexp; a triplet loss's two distances; a cosine
+    similarity's dot product and norms). Once-per-row steps between them ("top": a row's
+    target class) that read none of the walk's statistics go before it."""
+    out: list[Step] = []
+    i = 0
+    while i < len(steps):
+        walk = steps[i]
+        j = i + 1
+        if walk.kind in ("stat", "online"):
+            stats, before, extra = set(walk.made), [], []
+            while j < len(steps) and not (steps[j].made | _ancestors(graph, steps[j].made)) & (
+                stats - {steps[j].node}
+            ):
+                if steps[j].kind == "top" and steps[j].nodes:  # (a store's nodes: its values)
+                    before.append(steps[j])
+                elif steps[j].kind == "stat" and not steps[j].extra:
+                    # a value the walk already has (its loaded elements) is not made again
+                    have = {ln for s in (walk, *extra) for ln in s.lines.splitlines()}
+                    lines = "\n".join(ln for ln in steps[j].lines.splitlines() if ln not in have)
+                    extra.append(_own_accumulator(dataclasses.replace(steps[j], lines=lines)))
+                    stats.add(steps[j].node)
+                else:
+                    break
+                j += 1
+            if extra:
+                out.extend(before)
+                out.append(dataclasses.replace(walk, extra=tuple(extra)))
+                i = j
+                continue
+            j = i + 1
+        out.append(walk)
+        i = j
+    return out
 
 
 # A split pass's walks and how a later kernel takes their statistics from the parts' results
@@ -379,7 +447,7 @@ def _pass_steps(
     def split(ids: list[int]) -> tuple[list[int], list[int]]:
         top = [n for n in ids if graph.node(n).kind not in vector]
         if top:
-            steps.append(Step("top", "\n".join(lines.compute(n) for n in top)))
+            steps.append(Step("top", "\n".join(lines.compute(n) for n in top), nodes=tuple(top)))
             have.update(top)
         return top, [n for n in ids if graph.node(n).kind in vector]
 
@@ -444,7 +512,8 @@ def _pass_steps(
     scalar_outs = tuple(n for n in outs if graph.node(n).kind not in vector)
     if scalar_outs:
         split(r.schedule(graph, scalar_outs, have, leaves))
-        steps.append(Step("top", "\n".join(lines.store(n) for n in scalar_outs)))
+        stores = "\n".join(lines.store(n) for n in scalar_outs)
+        steps.append(Step("top", stores, nodes=scalar_outs))
     vector_outs = tuple(n for n in outs if graph.node(n).kind in vector)
     if vector_outs:
         _, loop = split(r.schedule(graph, vector_outs, have, leaves))

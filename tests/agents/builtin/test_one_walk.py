@@ -1,0 +1,78 @@
+"""A row pass's plain statistics that read none of an earlier walk's statistics are made in
+that walk (triton_kernels.one_walk): cross entropy's target logit beside its logsumexp, a
+triplet loss's two distances, a cosine similarity's dot product and norms. Each walked the
+row again before (H200: 95_CrossEntropyLoss 0.63x of compile). On Triton's interpreter:
+the sources make them in one walk and verify; a statistic that reads an earlier one keeps
+its own walk."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kforge_search.agents.builtin import BuiltinAgent, TritonGenome
+from kforge_search.platforms import get_platform
+from kforge_search.problem import load_problem
+from tests.agents.builtin.test_families_gpu import problem_source
+
+AGENT = BuiltinAgent()
+GENOME = TritonGenome(block_m=16, block_n=64, pass_block=64, pass_programs=0)
+
+CASES = {  # forward, inputs, walks of the row pass's kernel
+    "cross_entropy": (
+        "return torch.nn.functional.cross_entropy(x, y, ignore_index=3)",
+        "[torch.randn(37, 203) * 4.0, torch.randint(0, 203, (37,))]",
+        1,
+    ),
+    "cross_entropy_rand_sum": (
+        "return torch.nn.functional.cross_entropy(x, y, reduction='sum')",
+        "[torch.rand(29, 131), torch.randint(0, 131, (29,))]",
+        1,
+    ),
+    "triplet": (
+        "return torch.nn.functional.triplet_margin_loss(x, y, z, margin=0.5)",
+        "[torch.randn(19, 157), torch.randn(19, 157), torch.randn(19, 157)]",
+        1,
+    ),
+    "cosine": (
+        "return 1.0 - torch.nn.functional.cosine_similarity(x, y, dim=1)",
+        "[torch.rand(21, 143), torch.randn(21, 143)]",
+        1,
+    ),
+    "sum_then_its_deviation": (  # the second statistic reads the first: two walks
+        "s = x.sum(dim=1, keepdim=True)\nreturn ((x - s) * (x - s)).sum(dim=1)",
+        "[torch.randn(23, 149)]",
+        2,
+    ),
+}
+
+
+def _walks(source: str) -> int:
+    """The walks over a row in the row pass's kernel (`for start in range(...)`)."""
+    kernel = re.search(r"def _kf_s0_rows\(.*?(?=\n@triton.jit|\Z)", source, re.S)
+    assert kernel is not None, source
+    return kernel.group(0).count("for start in range(")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_independent_statistics_share_one_walk_and_verify(verify, tmp_path, case):
+    forward, inputs, walks = CASES[case]
+    path = tmp_path / "p.py"
+    path.write_text(problem_source(forward, inputs))
+    problem = load_problem(path)
+    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), GENOME, "test")
+    assert not hasattr(draft, "message"), draft
+    assert _walks(draft.source) == walks, draft.source
+    result = verify(draft.source, problem)
+    assert result.ok, result.message
+
+
+def test_the_shared_walk_compiles_for_sm90(tmp_path):
+    from tests.agents.builtin.test_gpu_compile import compile_for_h100
+
+    forward, inputs, _ = CASES["cross_entropy"]
+    path = tmp_path / "p.py"
+    path.write_text(problem_source(forward, inputs))
+    report = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME)
+    assert "_kf_s0_rows: ok" in report, report
