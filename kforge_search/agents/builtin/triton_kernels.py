@@ -20,7 +20,8 @@ VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL, Kind.BCOL}, "col": {Kind.MAT, Kind.R
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # "top" (once per program), "stat" (a walk accumulating a statistic), "final"
+    kind: str  # "top" (once per program), "stat" (a walk accumulating a statistic), "final",
+    # "arg" (argmax / argmin: each lane's best value and its index, `after` their keys)
     lines: str  # "scan": a walk in order with a running total
     node: int = -1
     identity: str = ""
@@ -243,35 +244,44 @@ def arg_pairs(graph: Graph, stage: StagePlan) -> dict[int, ArgPair]:
 
 
 def _arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: str) -> Step:
-    """The walk of one argmax / argmin: each element's key, its value's bits made to order
-    as the floats do (+0 for -0; NaN the largest for argmax and the least for argmin, as
-    torch's) above its index (argmax: 2**31 - 1 - index, so the first of equals wins)."""
+    """The walk of one argmax / argmin: each lane keeps its best value and that value's
+    index (the first of equals: a later one replaces it only where strictly better; NaN
+    beats every number, as torch's), then the lanes' pairs become keys, the value's bits made
+    to order as the floats do (+0 for -0; NaN the largest for argmax and the least for
+    argmin) above the index (argmax: 2**31 - 1 - index, so the first of equals wins), and
+    the key reduction picks one. A key per element (64-bit integer work on every element)
+    left 51_Argmax at 0.65x of compile on the H200."""
     graph = lines.graph
     pos = graph.node(pair.pos)
     assert isinstance(pos, Ew)
-    x, k = f"v{pos.args[0]}", f"k{stat.id}"
     n = lines.operand(pos.args[2]) if len(pos.args) > 2 else "1"
     index = ARG_INDEX[pos.fn].format(n=n, **INDEX[lines.dialect])
-    low = f"(2147483647 - {index})" if pair.fn == "max" else index
+    better = ">" if pair.fn == "max" else "<"
+    x = f"v{pos.args[0]}"
+    walk = [
+        *(lines.compute(m) for m in loop),
+        f"take = {mask} & ((bi == {ARG_NONE}) | ({x} {better} bv) | (({x} != {x}) & (bv == bv)))",
+        f"bv = tl.where(take, {x}, bv)",
+        f"bi = tl.where(take, {index}, bi)",
+    ]
+    low = f"({ARG_NONE} - bi)" if pair.fn == "max" else "bi"
     nan = "2147483647" if pair.fn == "max" else "-2147483648"
+    identity = "-9223372036854775807" if pair.fn == "max" else "9223372036854775807"
     key = [
-        f"{k} = tl.where({x} == 0.0, 0.0, {x}).to(tl.float32).to(tl.int32, bitcast=True)",
-        f"{k} = tl.where({k} < 0, {k} ^ 0x7FFFFFFF, {k})",
-        f"{k} = tl.where({x} != {x}, {nan}, {k})",
-        f"{k} = ({k}.to(tl.int64) << 32) | {low}.to(tl.int64)",
+        "key = tl.where(bv == 0.0, 0.0, bv).to(tl.float32).to(tl.int32, bitcast=True)",
+        "key = tl.where(key < 0, key ^ 0x7FFFFFFF, key)",
+        f"key = tl.where(bv != bv, {nan}, key)",
+        f"key = (key.to(tl.int64) << 32) | {low}.to(tl.int64)",
+        f"key = tl.where(bi == {ARG_NONE}, {identity}, key)",
     ]
     lines.names.helpers.add(T_ARG_DONE[pair.fn])
-    identity = "-9223372036854775807" if pair.fn == "max" else "9223372036854775807"
-    combine = "tl.maximum" if pair.fn == "max" else "tl.minimum"
+    start = "float('-inf')" if pair.fn == "max" else "float('inf')"
     return Step(
-        "stat",
-        "\n".join([*(lines.compute(m) for m in loop), *key]),
-        stat.id,
-        identity,
-        f"{combine}(acc, tl.where({mask}, {k}, {identity}))",
-        T_ARG_DONE[pair.fn],
-        acc="tl.int64",
+        "arg", "\n".join(walk), stat.id, start, finish=T_ARG_DONE[pair.fn], after="\n".join(key)
     )
+
+
+ARG_NONE = 2147483647  # a lane's index before it has seen an element
 
 
 def _ancestors(graph: Graph, ids: set[int]) -> set[int]:
