@@ -140,7 +140,7 @@ def failed(channel: Channel, kind: str, exc: Exception, where: str = "") -> None
 
     error = f"{where}{type(exc).__name__}: {exc}"
     busy = bool(out_of_memory.busy_reasons(exc))
-    if isinstance(exc, torch.OutOfMemoryError):
+    if out_of_memory.device_oom(exc):
         traceback.clear_frames(exc.__traceback__)
         torch.cuda.empty_cache()
     channel.send("baseline", kind=kind, ok=False, error=error, busy=busy)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator.out_of_memory import device_oom
 from kforge_search.evaluator.verify import largest_difference
 
 FLOAT64_BUDGET = 8.0  # the float64 run stops past max(FLOAT64_MIN_S, this x the float32 run)
@@ -227,14 +228,18 @@ def float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any],
         device, inputs = "cpu", _to_host(inputs)
     try:
         return _float64_step(model, inputs, device)
-    except torch.OutOfMemoryError:
+    except Exception as exc:
+        if not device_oom(exc):
+            raise
         if device == "cpu":
             return [], "numerics: no float64 reference: the float64 run ran out of memory"
     torch.cuda.empty_cache()
     model.to("cpu")
     try:
         return _float64_step(model, _to_host(inputs), "cpu")
-    except torch.OutOfMemoryError:
+    except Exception as exc:
+        if not device_oom(exc):
+            raise
         return [], "numerics: no float64 reference: the float64 run ran out of memory"
 
 
@@ -265,9 +270,9 @@ def _float64_step(model: Any, inputs: list[Any], device: str) -> tuple[list[Any]
         outs = list(out) if isinstance(out, list | tuple) else [out]
         if any(not torch.equal(a, b) for a, b in zip(before, _rng_states(device), strict=True)):
             return [], why + "the forward draws random numbers (in float64, others)"
-    except torch.OutOfMemoryError:
-        raise
     except Exception as exc:
+        if device_oom(exc):
+            raise
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         return [], why + f"the model does not run in float64 ({type(exc).__name__}: {first})"
     return outs, ""

@@ -14,6 +14,7 @@ import random
 from typing import Any
 
 from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.out_of_memory import device_oom
 
 
 def seed_everything(seed: int) -> None:
@@ -110,14 +111,13 @@ def drawn(make: Any, device: str, seed: int) -> Any:
     seed_everything(seed)
     if device == "cpu":
         return make()
-    import torch
 
     try:
         with on_device(device):
             return make()
-    except torch.OutOfMemoryError:  # the device's state, not the program's: another process
-        raise  # may draw there, and its values would differ from these
-    except Exception:
+    except Exception as exc:
+        if device_oom(exc):  # the device's state, not the program's: another process may draw
+            raise  # there, and its values would differ from these
         seed_everything(seed)
         return make()
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kforge_search.evaluator import shared_outputs
+from kforge_search.evaluator.out_of_memory import device_oom
 from kforge_search.evaluator.policy import NumericPolicy, get_policy
 from kforge_search.evaluator.result import Correctness, Mismatch
 from kforge_search.evaluator.verify import Comparison, compare_outputs, compare_timed, placed
@@ -175,7 +176,9 @@ def compare_run(
     policy = get_policy(spec.policy)
     try:
         return _compared_run(policy, spec.slack, label, expected, actual, device)
-    except torch.OutOfMemoryError:  # the pieces' temporaries: the device is full
+    except Exception as exc:  # the pieces' temporaries: the device is full
+        if not device_oom(exc):
+            raise
         torch.cuda.empty_cache()
     return _compared_run(policy, spec.slack, label, expected, actual, "cpu")
 

@@ -10,6 +10,20 @@ from typing import Any
 
 from kforge_search.evaluator.result import DEVICE_BUSY_REASON
 
+# the CUDA caching allocator's assert where NVML does not initialize (standby.release_nvml):
+# raised in place of torch.OutOfMemoryError, whose message it was building
+NVML_ASSERT = ("NVML_SUCCESS == DriverAPI::get()->nvml", "INTERNAL ASSERT FAILED")
+
+
+def device_oom(exc: BaseException) -> bool:
+    """Whether `exc` is an allocation on the device that failed: torch.OutOfMemoryError, or
+    the RuntimeError the allocator raises instead where NVML does not initialize."""
+    import torch
+
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    return isinstance(exc, RuntimeError) and all(mark in str(exc) for mark in NVML_ASSERT)
+
 
 def crowded_device() -> bool:
     """Whether other processes hold a quarter of this process's device or more."""
@@ -24,7 +38,7 @@ def busy_reasons(exc: BaseException) -> list[str]:
     processes hold a quarter of it or more, else []."""
     import torch
 
-    if not isinstance(exc, torch.OutOfMemoryError) or not torch.cuda.is_initialized():
+    if not device_oom(exc) or not torch.cuda.is_initialized():
         return []
     return [DEVICE_BUSY_REASON] if crowded_device() else []
 

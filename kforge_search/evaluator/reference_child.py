@@ -36,7 +36,7 @@ from kforge_search.evaluator.oracle_compare import (
     labels,
     load,
 )
-from kforge_search.evaluator.out_of_memory import crowded_device
+from kforge_search.evaluator.out_of_memory import crowded_device, device_oom
 from kforge_search.evaluator.verify import all_close, magnitude
 from kforge_search.problem import exec_problem
 
@@ -80,9 +80,8 @@ def reference_footprint(job: Job, module: Any, channel: Channel) -> footprint.Fo
 
 def out_of_memory(exc: BaseException) -> str:
     """ "device" or "host" where `exc` says an allocation failed there, else ""."""
-    import torch
 
-    if isinstance(exc, torch.cuda.OutOfMemoryError):
+    if device_oom(exc):
         return "device"
     if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
         return "host"
@@ -514,7 +513,9 @@ def float64_row_where(step: Replayed, device: str | None) -> tuple[list[Any] | s
 
     try:
         return float64_row(step.outputs, step.exact, device or "cpu"), device
-    except torch.OutOfMemoryError:
+    except Exception as exc:
+        if not device_oom(exc):
+            raise
         torch.cuda.empty_cache()
         return float64_row(step.outputs, step.exact, "cpu"), None
 

@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kforge_search.evaluator.out_of_memory import device_oom
 from kforge_search.evaluator.policy import NumericPolicy
 from kforge_search.evaluator.result import Correctness, Mismatch
 
@@ -294,7 +295,9 @@ def _compared(
 
     try:
         return _compare_tensor(e, a, policy, trial, index, x, scale, edge=edge)
-    except torch.OutOfMemoryError:
+    except Exception as exc:
+        if not device_oom(exc):
+            raise
         host = [t.cpu() if isinstance(t, torch.Tensor) else t for t in (e, a, x)]
         torch.cuda.empty_cache()
         return _compare_tensor(*host[:2], policy, trial, index, host[2], scale, edge=edge)

@@ -228,6 +228,7 @@ def run_baselines(job: Job, channel: Channel) -> None:
     run(job, channel)
 
 
+MODES_OOM = ("candidate", "reference", "oracle")  # their out-of-memory: a `fail` event
 MODES = {
     "candidate": run_candidate,
     "reference": run_reference,
@@ -300,8 +301,8 @@ def run(job_path: str, fd: int) -> int:
             MODES[job.mode](job, channel)
     except CandidateFailure as failure:
         channel.send("fail", status=failure.status, message=str(failure), **failure.fields)
-    except torch.OutOfMemoryError as exc:
-        if job.mode not in ("candidate", "reference", "oracle"):
+    except Exception as exc:
+        if not out_of_memory.device_oom(exc) or job.mode not in MODES_OOM:
             raise
         channel.send("fail", **out_of_memory.failure(job.mode, exc))
     channel.send("done")

@@ -16,14 +16,15 @@ from kforge_search.evaluator import exact
 class _FullDevice(nn.Module):
     """Raises the accelerator's out-of-memory while `full` says so (each call counted)."""
 
-    def __init__(self, full: int):
+    def __init__(self, full: int, raised: type[Exception] = torch.OutOfMemoryError, said: str = ""):
         super().__init__()
         self.full, self.calls = full, 0
+        self.raised, self.said = raised, said or "CUDA out of memory. Tried to allocate 12.00 GiB"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.calls += 1
         if self.calls <= self.full:
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 12.00 GiB")
+            raise self.raised(self.said)
         return torch.relu(x)
 
 
@@ -45,3 +46,16 @@ def test_out_of_memory_on_the_host_too_has_no_float64_reference():
     assert outs == [] and why == "numerics: no float64 reference: the float64 run ran out of memory"
     outs, why = exact.float64_step(_FullDevice(full=9), [torch.randn(4)], "cpu")
     assert outs == [] and "ran out of memory" in why
+
+
+def test_the_allocators_nvml_assert_in_place_of_out_of_memory_runs_the_trial_on_the_host():
+    """Where NVML does not initialize, the allocator's assert stands for the out-of-memory
+    (out_of_memory.device_oom); any other error of the model is still its own."""
+    from tests.evaluator.test_out_of_memory import NVML_ASSERT
+
+    x = torch.randn(8, 5)
+    model = _FullDevice(full=1, raised=RuntimeError, said=NVML_ASSERT)
+    outs, why = exact.float64_step(model, [x], "cuda:0")
+    assert why == "" and model.calls == 2 and torch.equal(outs[0], torch.relu(x.double()))
+    outs, why = exact.float64_step(_FullDevice(1, RuntimeError, "bad shape"), [x], "cuda:0")
+    assert outs == [] and "bad shape" in why

@@ -39,3 +39,20 @@ def test_the_failure_names_who_ran_out_and_what_status_follows():
 def test_an_oracle_that_ran_out_beside_others_marks_the_result_device_busy():
     assert oracle_artifacts(OracleError("x", busy=True)).reasons == (DEVICE_BUSY_REASON,)
     assert oracle_artifacts(OracleError("x")).reasons == ()
+
+
+# what the CUDA caching allocator raised in a spare forked from a zygote that held NVML
+# initialized (H200, two benches a GPU), in place of torch.OutOfMemoryError
+NVML_ASSERT = (
+    'NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at "/pytorch/'
+    'c10/cuda/CUDACachingAllocator.cpp":1180, please report a bug to PyTorch.'
+)
+
+
+def test_the_allocators_nvml_assert_is_an_out_of_memory_and_other_errors_are_not():
+    assert out_of_memory.device_oom(_raised(torch.OutOfMemoryError("CUDA out of memory")))
+    assert out_of_memory.device_oom(_raised(RuntimeError(NVML_ASSERT)))
+    assert not out_of_memory.device_oom(_raised(RuntimeError("INTERNAL ASSERT FAILED at x")))
+    assert not out_of_memory.device_oom(_raised(ValueError(NVML_ASSERT)))
+    failed = out_of_memory.failure("candidate", _raised(RuntimeError(NVML_ASSERT)))
+    assert failed["message"].startswith("forward ran out of device memory")
