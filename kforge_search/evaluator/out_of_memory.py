@@ -10,8 +10,12 @@ from typing import Any
 
 from kforge_search.evaluator.result import DEVICE_BUSY_REASON
 
-# the CUDA caching allocator's assert where NVML does not initialize (standby.release_nvml):
-# raised in place of torch.OutOfMemoryError, whose message it was building
+# the CUDA caching allocator's assert where NVML does not initialize in the process: raised in
+# place of torch.OutOfMemoryError, whose message (the processes on the device, by NVML) it was
+# building. H200x4, two benches a GPU: every device OOM of some children came back so (a
+# candidate's RUNTIME_ERROR, references' INFRA_ERROR), "Can't initialize NVML" in their
+# output. Why NVML failed there is not known: a plain fork of a process that checked CUDA by
+# NVML, as the zygote does, got torch.OutOfMemoryError on the same machine.
 NVML_ASSERT = ("NVML_SUCCESS == DriverAPI::get()->nvml", "INTERNAL ASSERT FAILED")
 
 

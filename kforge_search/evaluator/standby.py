@@ -4,7 +4,6 @@ for the job. Runs before any candidate code, in a process that will run exactly 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import importlib
 import os
 import sys
@@ -66,23 +65,6 @@ def fork_safe_cuda_check() -> Iterator[None]:
             os.environ.pop(NVML_CHECK, None)
         else:
             os.environ[NVML_CHECK] = before
-        release_nvml()
-
-
-def release_nvml() -> None:
-    """NVML shut down as often as the check initialized it (torch never shuts it down), so
-    that a process forked afterwards initializes its own. In a fork of a process that holds
-    it initialized, nvmlInit fails ("Can't initialize NVML"), and the CUDA caching
-    allocator, which asks NVML whose memory the device holds when an allocation fails,
-    fails its own assert: every out-of-memory in a spare became a RuntimeError, a candidate's
-    RUNTIME_ERROR or a reference's INFRA_ERROR (H200, two benches a GPU)."""
-    try:
-        nvml = ctypes.CDLL("libnvidia-ml.so.1")
-    except OSError:  # no NVIDIA driver here
-        return
-    for _ in range(64):  # NVML_SUCCESS while the count is above zero
-        if nvml.nvmlShutdown() != 0:
-            return
 
 
 def fork_unfit(device: str) -> str:

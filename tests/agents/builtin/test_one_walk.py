@@ -1,9 +1,9 @@
-"""A row pass's plain statistics that read none of an earlier walk's statistics are made in
-that walk (triton_kernels.one_walk): cross entropy's target logit beside its logsumexp, a
-triplet loss's two distances, a cosine similarity's dot product and norms. Each walked the
-row again before (H200: 95_CrossEntropyLoss 0.63x of compile). On Triton's interpreter:
-the sources make them in one walk and verify; a statistic that reads an earlier one keeps
-its own walk."""
+"""A row pass's plain statistics that read none of an earlier plain statistic's are made in
+its walk (triton_kernels.one_walk): a triplet loss's two distances, a cosine similarity's
+dot product and norms, a mean beside a maximum. Each walked the row again before (H200:
+99_TripletMarginLoss 0.89x -> 1.01x of compile). On Triton's interpreter: the sources make
+them in one walk and verify; a statistic that reads an earlier one keeps its own walk, and
+so does cross entropy's target logit beside its online max and sum of exp (slower there)."""
 
 from __future__ import annotations
 
@@ -23,12 +23,12 @@ CASES = {  # forward, inputs, walks of the row pass's kernel
     "cross_entropy": (
         "return torch.nn.functional.cross_entropy(x, y, ignore_index=3)",
         "[torch.randn(37, 203) * 4.0, torch.randint(0, 203, (37,))]",
-        1,
+        2,
     ),
     "cross_entropy_rand_sum": (
         "return torch.nn.functional.cross_entropy(x, y, reduction='sum')",
         "[torch.rand(29, 131), torch.randint(0, 131, (29,))]",
-        1,
+        2,
     ),
     "triplet": (
         "return torch.nn.functional.triplet_margin_loss(x, y, z, margin=0.5)",
@@ -40,6 +40,7 @@ CASES = {  # forward, inputs, walks of the row pass's kernel
         "[torch.rand(21, 143), torch.randn(21, 143)]",
         1,
     ),
+    "mean_and_max": ("return x.mean(dim=1) + x.amax(dim=1)", "[torch.randn(17, 301)]", 1),
     "sum_then_its_deviation": (  # the second statistic reads the first: two walks
         "s = x.sum(dim=1, keepdim=True)\nreturn ((x - s) * (x - s)).sum(dim=1)",
         "[torch.randn(23, 149)]",
@@ -71,7 +72,7 @@ def test_independent_statistics_share_one_walk_and_verify(verify, tmp_path, case
 def test_the_shared_walk_compiles_for_sm90(tmp_path):
     from tests.agents.builtin.test_gpu_compile import compile_for_h100
 
-    forward, inputs, _ = CASES["cross_entropy"]
+    forward, inputs, _ = CASES["triplet"]
     path = tmp_path / "p.py"
     path.write_text(problem_source(forward, inputs))
     report = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME)
