@@ -38,6 +38,9 @@ class Oracle:
     child: Child
     work: Path  # the child's folder (its job file, its answers): goes with it
     _handed: int = field(default=0, init=False)  # candidate files handed to it
+    # its work went to the host while other processes held the device (`on-host` events):
+    # an end past its limit is then the device's state (OracleError.busy)
+    crowded: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         weakref.finalize(self, Oracle._end, self.child, self.work)
@@ -102,6 +105,9 @@ class Oracle:
         while (event := self.child.next_event()) is not None:
             if event["type"] == kind:
                 return event
+            if event["type"] == "on-host":
+                self.crowded = self.crowded or bool(event.get("crowded"))
+                continue
             if event["type"] in ("fail", "trials-done"):
                 why = str(event.get("message", "")) or f"it ended its answers ({event['type']})"
                 busy = bool(event.get("busy"))
@@ -114,6 +120,8 @@ class Oracle:
                 f"its process ended in stage {exit.stage!r}: {how}, peak {exit.peak_rss_mb:.0f} MB"
             )
         tail = exit.output[-1500:] if exit else ""
+        if self.crowded and exit is not None and exit.killed:  # past a limit, on the host
+            busy, why = True, f"{why} (its work went to the host: others held the device)"
         raise OracleError(
             f"the oracle could not answer: {why or 'its process ended'} {tail}", busy=busy
         )

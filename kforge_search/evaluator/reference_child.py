@@ -481,6 +481,8 @@ def serve_compared_trials(module: Any, job: Job, channel: Channel, spec: TrialSp
     (replay: every trial in order, as the reference's child ran them), compared, and the
     verdict sent (`compared`); anything else ends the stream; then `trials-done`."""
     device = compare_device(job.device, spec.output_bytes)
+    if device is None and job.device.startswith("cuda"):
+        said_on_host(channel, "no room on the device for the trials")
     steps = replay(module, job, spec.float64, on_device=device is not None)
     for pos, wanted in enumerate(spec.ids):
         command = sys.stdin.readline().split()
@@ -496,6 +498,8 @@ def serve_compared_trials(module: Any, job: Job, channel: Channel, spec: TrialSp
             row, where = step.why64 or None, device
             if not row:
                 row, where = float64_row_where(step, device)
+                if where is None and device is not None:
+                    said_on_host(channel, "the float64 run ran out of device memory")
         if step.raised or isinstance(row, str):
             channel.send("compared", error=f"trial {wanted}: {step.raised or row}")
             break
@@ -504,6 +508,14 @@ def serve_compared_trials(module: Any, job: Job, channel: Channel, spec: TrialSp
         del row, step
         channel.send("compared", comparison=asdict(found))
     channel.send("trials-done")
+
+
+def said_on_host(channel: Channel, why: str) -> None:
+    """Tells the parent that this request's work goes to the host, and whether other
+    processes hold the device (a bench's other jobs): if the request then outlives the
+    oracle's time limit (H200, 39_L2Norm_ with 3 jobs a GPU: 8 GiB trials, killed after
+    124 s), that is the device's state, no verdict on the candidate (oracle.Oracle)."""
+    channel.send("on-host", why=why, crowded=crowded_device())
 
 
 def float64_row_where(step: Replayed, device: str | None) -> tuple[list[Any] | str, str | None]:

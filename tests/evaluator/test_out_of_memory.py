@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import torch
 
 from kforge_search.evaluator import out_of_memory
@@ -56,3 +59,47 @@ def test_the_allocators_nvml_assert_is_an_out_of_memory_and_other_errors_are_not
     assert not out_of_memory.device_oom(_raised(ValueError(NVML_ASSERT)))
     failed = out_of_memory.failure("candidate", _raised(RuntimeError(NVML_ASSERT)))
     assert failed["message"].startswith("forward ran out of device memory")
+
+
+class _EndedOracleChild:
+    """An oracle's child that says its events, then has ended (killed as `killed`)."""
+
+    def __init__(self, events: list[dict], killed: str):
+        from kforge_search.evaluator.sandbox import ChildExit
+
+        self._events = list(events)
+        self.exit = ChildExit(None, "SIGKILL", killed, "oracle", "", 0, 41753.0)
+
+    def next_event(self):
+        return self._events.pop(0) if self._events else None
+
+    def ask(self, line: str) -> None:
+        pass
+
+    def running(self) -> bool:
+        return False
+
+
+def _oracle_error(events: list[dict], killed: str):
+    import pytest
+
+    from kforge_search.evaluator.oracle import Oracle, OracleError
+
+    oracle = Oracle(_EndedOracleChild(events, killed), Path(tempfile.mkdtemp()))
+    with pytest.raises(OracleError) as raised:
+        oracle._answer("compared")
+    return raised.value
+
+
+def test_an_oracle_past_its_limit_after_its_work_went_to_a_crowded_hosts_is_device_busy():
+    """H200, 39_L2Norm_ with 3 jobs a GPU: the oracle's 8 GiB trials went to the host (no
+    room on the device) and it was killed after 124 s: INFRA_ERROR for both drafts. Where it
+    said that others held the device, such an end is the device's state (the bench runs the
+    problem again alone); where they did not, or it was not killed, the failure stays its."""
+    crowded = {"type": "on-host", "why": "no room on the device", "crowded": True}
+    alone = {"type": "on-host", "why": "no room on the device", "crowded": False}
+    busy = _oracle_error([crowded], "timeout")
+    assert busy.busy and "others held the device" in str(busy)
+    assert not _oracle_error([alone], "timeout").busy
+    assert not _oracle_error([], "timeout").busy
+    assert not _oracle_error([crowded], "").busy  # it ended by itself: its own failure
