@@ -34,7 +34,7 @@ class Step:
     mean: int = -1  # "moments": the row value the second statistic's deviations are from
     after: str = ""  # "moments": the lines that make `mean` from the first statistic
     nodes: tuple[int, ...] = ()  # "top": the nodes its lines make
-    # "stat" / "online": plain statistics made in the same walk, each in its own accumulator
+    # "stat": other plain statistics made in the same walk, each in its own accumulator
     # `a<node>` (one_walk): their lines and combine read the elements the walk loads
     extra: tuple[Step, ...] = ()
 
