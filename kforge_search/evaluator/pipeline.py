@@ -75,7 +75,8 @@ class Evaluator:
         """This thread's device locks, let go and closed (a thread that ends)."""
         me = threading.get_ident()
         for key in [k for k in self._locks if k[1] == me]:
-            self._locks.pop(key).close()
+            if (lock := self._locks.pop(key, None)) is not None:  # (close() may have them)
+                lock.close()
 
     # -- children -------------------------------------------------------------------------
     def _timed_runs(self, platform: Platform) -> int:
