@@ -184,3 +184,19 @@ class _counting:
     def __exit__(self, *exc: object) -> None:
         for owner, name, original in reversed(self.saved):
             setattr(owner, name, original)
+
+
+def drafted(tmp_path: Path, forward: str, inputs: str, genome: Any) -> tuple[Any, Any]:
+    """Our own program with this forward and these inputs (test_families_gpu.problem_source)
+    and the builtin agent's draft of it for cpu-triton under `genome`: (problem, draft)."""
+    from kforge_search.agents.builtin import BuiltinAgent
+    from kforge_search.platforms import get_platform
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    path = tmp_path / "p.py"
+    path.write_text(problem_source(forward, inputs))
+    problem = load_problem(path)
+    draft = BuiltinAgent().synthesize(problem, get_platform("cpu-triton"), genome, "test")
+    assert not hasattr(draft, "message"), draft
+    return problem, draft

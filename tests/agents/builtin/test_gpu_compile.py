@@ -71,3 +71,24 @@ def test_three_dot_schemes_compile_for_sm90_with_wgmma(tmp_path, genes, loads):
 def test_every_level2_candidate_compiles_for_sm90(tmp_path, problem, policy):
     report = compile_for_h100(problem, policy, tmp_path)
     assert "wgmma" in report
+
+
+@pytest.mark.parametrize(
+    ("forward", "inputs"),
+    [  # a triplet loss's two distances in one walk (triton_kernels.one_walk); A @ b with
+        # one output column as a row pass (handlers._matvec)
+        ("return torch.nn.functional.triplet_margin_loss(x, y, z, margin=0.5)",
+         "[torch.randn(19, 157), torch.randn(19, 157), torch.randn(19, 157)]"),
+        ("return torch.matmul(x, y)", "[torch.rand(37, 1031), torch.rand(1031, 1)]"),
+    ],
+)  # fmt: skip
+def test_row_passes_compile_for_sm90(tmp_path, forward, inputs):
+    from kforge_search.agents.builtin import TritonGenome
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    path = tmp_path / "p.py"
+    path.write_text(problem_source(forward, inputs))
+    genome = TritonGenome(block_m=16, block_n=64, pass_block=64, pass_programs=0)
+    report = compile_for_h100(load_problem(path), "strict", tmp_path, genome)
+    assert "_kf_s0_rows: ok" in report, report

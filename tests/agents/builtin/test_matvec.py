@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_search.agents.builtin import BuiltinAgent, TritonGenome
-from kforge_search.platforms import get_platform
-from kforge_search.problem import load_problem
-from tests.agents.builtin.test_families_gpu import problem_source
+from kforge_search.agents.builtin import TritonGenome
+from tests.agents.builtin.harness import drafted
 
-AGENT = BuiltinAgent()
 GENOME = TritonGenome(block_m=16, block_n=64, pass_block=64, pass_programs=0)
 
 CASES = {  # forward, inputs, a row pass (else a GEMM)
@@ -30,21 +27,7 @@ CASES = {  # forward, inputs, a row pass (else a GEMM)
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_output_column_is_a_row_pass_and_verifies(verify, tmp_path, case):
     forward, inputs, row_pass = CASES[case]
-    path = tmp_path / "p.py"
-    path.write_text(problem_source(forward, inputs))
-    problem = load_problem(path)
-    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), GENOME, "test")
-    assert not hasattr(draft, "message"), draft
+    problem, draft = drafted(tmp_path, forward, inputs, GENOME)
     assert ("Ops: tile,mul,row_sum." in draft.source) is row_pass, draft.source[:400]
     result = verify(draft.source, problem)
     assert result.ok, result.message
-
-
-def test_the_row_pass_compiles_for_sm90(tmp_path):
-    from tests.agents.builtin.test_gpu_compile import compile_for_h100
-
-    forward, inputs, _ = CASES["column"]
-    path = tmp_path / "p.py"
-    path.write_text(problem_source(forward, inputs))
-    report = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME)
-    assert "_kf_s0_rows: ok" in report, report

@@ -11,12 +11,9 @@ import re
 
 import pytest
 
-from kforge_search.agents.builtin import BuiltinAgent, TritonGenome
-from kforge_search.platforms import get_platform
-from kforge_search.problem import load_problem
-from tests.agents.builtin.test_families_gpu import problem_source
+from kforge_search.agents.builtin import TritonGenome
+from tests.agents.builtin.harness import drafted
 
-AGENT = BuiltinAgent()
 GENOME = TritonGenome(block_m=16, block_n=64, pass_block=64, pass_programs=0)
 
 CASES = {  # forward, inputs, walks of the row pass's kernel
@@ -59,21 +56,7 @@ def _walks(source: str) -> int:
 @pytest.mark.parametrize("case", list(CASES))
 def test_independent_statistics_share_one_walk_and_verify(verify, tmp_path, case):
     forward, inputs, walks = CASES[case]
-    path = tmp_path / "p.py"
-    path.write_text(problem_source(forward, inputs))
-    problem = load_problem(path)
-    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), GENOME, "test")
-    assert not hasattr(draft, "message"), draft
+    problem, draft = drafted(tmp_path, forward, inputs, GENOME)
     assert _walks(draft.source) == walks, draft.source
     result = verify(draft.source, problem)
     assert result.ok, result.message
-
-
-def test_the_shared_walk_compiles_for_sm90(tmp_path):
-    from tests.agents.builtin.test_gpu_compile import compile_for_h100
-
-    forward, inputs, _ = CASES["triplet"]
-    path = tmp_path / "p.py"
-    path.write_text(problem_source(forward, inputs))
-    report = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME)
-    assert "_kf_s0_rows: ok" in report, report
