@@ -1,6 +1,6 @@
 """A baseline kind that ran out of device memory beside other processes (baselines.py): not
 cached, read as absent where an earlier version cached it, and measured once more with the
-device to ourselves (pipeline.Evaluator._measured)."""
+device to ourselves (baseline_runs.BaselineRuns._measured)."""
 
 from __future__ import annotations
 
