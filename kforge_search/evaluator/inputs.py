@@ -111,7 +111,6 @@ def drawn(make: Any, device: str, seed: int) -> Any:
     seed_everything(seed)
     if device == "cpu":
         return make()
-
     try:
         with on_device(device):
             return make()

@@ -80,7 +80,6 @@ def reference_footprint(job: Job, module: Any, channel: Channel) -> footprint.Fo
 
 def out_of_memory(exc: BaseException) -> str:
     """ "device" or "host" where `exc` says an allocation failed there, else ""."""
-
     if device_oom(exc):
         return "device"
     if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
