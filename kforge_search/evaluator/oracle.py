@@ -38,8 +38,8 @@ class Oracle:
     child: Child
     work: Path  # the child's folder (its job file, its answers): goes with it
     _handed: int = field(default=0, init=False)  # candidate files handed to it
-    # its work went to the host while other processes held the device (`on-host` events):
-    # an end past its limit is then the device's state (OracleError.busy)
+    # the request's work went to the host while other processes held the device (its
+    # `on-host` events): an end past its limit is then the device's state (OracleError.busy)
     crowded: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -63,6 +63,7 @@ class Oracle:
         """Per run in `runs`, the reference's outputs on that timed run's inputs."""
         if not self.alive:
             raise OracleError("the oracle's process has ended")
+        self.crowded = False  # said anew for each request
         self.child.ask(f"runs {draw} {' '.join(str(r) for r in runs)}")
         return load(Path(self._answer("oracle")["path"]))
 
@@ -72,7 +73,7 @@ class Oracle:
         if not self.alive:
             raise OracleError("the oracle's process has ended")
         self.child.ask(f"compare-trials {json.dumps(asdict(spec))}")
-        self._handed = 0
+        self._handed, self.crowded = 0, False
 
     def compare_trial(self, path: Path) -> Comparison:
         """The next compared trial: the candidate's file at `path` (moved to the oracle)
@@ -97,6 +98,7 @@ class Oracle:
         """A candidate's chosen timed runs (their file at spec.path, moved to the oracle)
         against the reference's on the same inputs: "" when they match, else what differs."""
         moved = handed(Path(spec.path), self.work, "candidate-runs")
+        self.crowded = False
         self.child.ask(f"compare-runs {json.dumps(asdict(replace(spec, path=str(moved))))}")
         return str(self._answer("compared-runs")["difference"])
 
