@@ -9,7 +9,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kforge_search.evaluator import baselines as noise
 from kforge_search.evaluator import peers
@@ -24,6 +24,7 @@ from kforge_search.problem import Problem
 if TYPE_CHECKING:
     from kforge_search.evaluator.baselines import BaselineCache
     from kforge_search.evaluator.config import EvalConfig
+    from kforge_search.evaluator.reference_store import ReferenceStore
 
 
 class BaselineRuns:
@@ -31,7 +32,7 @@ class BaselineRuns:
 
     config: EvalConfig
     _baselines: BaselineCache
-    _stored: Any  # reference_store.ReferenceStore: its `computing` lock, node-wide
+    _stored: ReferenceStore  # its `computing` lock: once per node
     _ahead: dict[str, threading.Thread]  # baselines measured ahead, by key
 
     def baselines(
