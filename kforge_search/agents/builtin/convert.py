@@ -312,8 +312,16 @@ class Converter:
         """sum / max / min over one dim: the last (columns or segment), or rows (dim 0)."""
         dim = dim % len(x.dims)
         token = x.dims[dim]
-        if token == 1:
-            return x  # a reduction over a size-1 dim is the identity
+        if token == 1:  # a reduction over a size-1 dim is the identity, less that dim
+            if keepdim:
+                return x
+            return T(
+                x.id,
+                x.dims[:dim] + x.dims[dim + 1 :],
+                x.shape[:dim] + x.shape[dim + 1 :],
+                x.space,
+                x.stage,
+            )
         kind = kind_of(x.dims, self.lead)
         over_rows = kind is Kind.ROW and token == "L0" and len(self.lead) == 1
         if (kind is not Kind.MAT and not over_rows) or not canonical(x.dims):

@@ -249,7 +249,7 @@ def test_tiles_anchored_by_nothing_walk_in_memory_order_and_row_passes_take_long
     seed = seed_genome(norm, cuda, "strict")
     assert (seed.group_m, seed.pass_block, seed.pass_warps, seed.pass_programs) == (
         1,
-        4096,
+        2048,
         8,
         2048,
     )

@@ -2,8 +2,9 @@
 its walk (triton_kernels.one_walk): a triplet loss's two distances, a cosine similarity's
 dot product and norms, a mean beside a maximum. Each walked the row again before (H200:
 99_TripletMarginLoss 0.89x -> 1.01x of compile). On Triton's interpreter: the sources make
-them in one walk and verify; a statistic that reads an earlier one keeps its own walk, and
-so does cross entropy's target logit beside its online max and sum of exp (slower there)."""
+them in one walk and verify; a statistic that reads an earlier one keeps its own walk.
+Cross entropy's target logit is no walk: one load of the row's class column
+(triton_kernels.picked), also where the pass runs in parts."""
 
 from __future__ import annotations
 
@@ -20,12 +21,12 @@ CASES = {  # forward, inputs, walks of the row pass's kernel
     "cross_entropy": (
         "return torch.nn.functional.cross_entropy(x, y, ignore_index=3)",
         "[torch.randn(37, 203) * 4.0, torch.randint(0, 203, (37,))]",
-        2,
+        1,
     ),
     "cross_entropy_rand_sum": (
         "return torch.nn.functional.cross_entropy(x, y, reduction='sum')",
         "[torch.rand(29, 131), torch.randint(0, 131, (29,))]",
-        2,
+        1,
     ),
     "triplet": (
         "return torch.nn.functional.triplet_margin_loss(x, y, z, margin=0.5)",
@@ -58,5 +59,17 @@ def test_independent_statistics_share_one_walk_and_verify(verify, tmp_path, case
     forward, inputs, walks = CASES[case]
     problem, draft = drafted(tmp_path, forward, inputs, GENOME)
     assert _walks(draft.source) == walks, draft.source
+    result = verify(draft.source, problem)
+    assert result.ok, result.message
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_cross_entropys_target_logit_is_one_load_also_in_parts(verify, tmp_path, reduction):
+    forward = f"return torch.nn.functional.cross_entropy(x, y, reduction={reduction!r})"
+    inputs = "[torch.randn(3, 1501) * 3.0, torch.tensor([0, 1500, 777])]"  # both ends
+    genome = TritonGenome(pass_block=64, pass_programs=1024)  # 3 rows of 24 chunks: parts
+    problem, draft = drafted(tmp_path, forward, inputs, genome)
+    assert "_part0[(R, " in draft.source, draft.source
+    assert "pcol = " in draft.source and "(cols + 0 * row) ==" not in draft.source  # no walk
     result = verify(draft.source, problem)
     assert result.ok, result.message

@@ -46,7 +46,7 @@ def test_one_walk_matches_torch_on_hard_rows(verify, tmp_path, forward):
     path.write_text(problem_source(forward, "[torch.randn(8, 517)]"))
     draft = AGENT.synthesize(load_problem(path), get_platform("cpu-triton"), GENOME, "test")
     assert not hasattr(draft, "message"), draft
-    assert "m_new = tl.maximum(m_acc" in draft.source  # the statistics in one walk
+    assert "m_new = tl.maximum(m_run, tl.max(xm" in draft.source  # the statistics in one walk
     model = load_candidate(draft.source, tmp_path / "candidate.py")()
     x = _rows(517)
     want = eval(forward.removeprefix("return "), {"torch": torch, "x": x.double()})
