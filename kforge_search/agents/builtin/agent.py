@@ -107,7 +107,8 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         # 2048 not yet measured on a GPU). Steps of 2048 with 8 warps, not 4096 (H100, each
         # kernel timed alone, ms: a hinge loss's 32768 rows of 32768 1.419 -> 1.387, compile
         # 1.404; a sum of squares of 112 rows of 16.8 M in 128 parts 2.419 -> 2.416;
-        # cross entropy's 32768 rows of 4096 0.211 -> 0.194)
+        # cross entropy's 32768 rows of 4096 0.211 -> 0.194); the next candidate steps 4096,
+        # faster for others (_pass_step)
         anchored = TritonGenome(
             precision=precision, block_m=16, block_n=256, num_warps=4, group_m=1
         )
@@ -197,6 +198,24 @@ def _tf32_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]
     if seed.split_k == 1:  # (few tiles over a long K keep theirs)
         tf32 = dataclasses.replace(tf32, **{**TF32_TILE, "block_m": seed.block_m})
     return [(gen.repair(tf32, policy), TF32_NOTE)]
+
+
+def _pass_step(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
+    """A program with no GEMM whose row pass may run in parts: its seed's steps of 2048, then
+    4096, before any random mutation. Neither won everywhere (H200, the seed at published
+    sizes, ms at 2048 / 4096): 100_HingeLoss 1.010 / 1.084, 33_BatchNorm 3.349 / 3.583,
+    36_RMSNorm_ 4.692 / 6.569, but 99_TripletMarginLoss 0.806 / 0.730 and 24_LogSoftmax
+    4.992 / 4.798; a budget of 2 times both."""
+    if not isinstance(seed, TritonGenome) or plan.graph.work.gemms or seed.pass_block != 2048:
+        return []
+    if not any(st.tail and splittable(plan, st) for st in plan.stages):
+        return []
+    return [(dataclasses.replace(seed, pass_block=4096), PASS_NOTE)]
+
+
+PASS_NOTE = (
+    "the seed with steps of 4096 in its row pass (2048 is faster for some rows, 4096 for others)"
+)
 
 
 def _three_dot_steps(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
@@ -316,7 +335,11 @@ class BuiltinAgent:
         policy = search_policy(context)
         if any(p.result.ok for p in context.parents):
             base = tuple(p.draft.id for p in context.parents if p.draft.genome == seed)[:1]
-            steps = [*_three_dot_steps(plan, seed), *_tf32_step(plan, seed, policy)]
+            steps = [
+                *_three_dot_steps(plan, seed),
+                *_tf32_step(plan, seed, policy),
+                *_pass_step(plan, seed),
+            ]
             for genome, note in steps:
                 if genome not in tried and len(drafts) < wanted:
                     drafts.append(self._draft(context, genome, note, base))

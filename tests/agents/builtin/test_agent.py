@@ -265,3 +265,25 @@ def test_a_gemm_of_few_tiles_over_a_long_k_gets_small_tiles_and_k_slices(tmp_pat
     tiles = (128 // seed.block_m) * (128 // seed.block_n)
     assert (seed.block_m, seed.block_n) == (64, 64) and seed.split_k == 16
     assert tiles * seed.split_k == 64  # 4 tiles: every slice a program, at most 16 slices
+
+
+def test_a_row_pass_without_a_gemm_tries_steps_of_4096_second(tmp_path):
+    from kforge_search.agents.builtin.agent import PASS_NOTE
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    path = tmp_path / "p.py"
+    path.write_text(problem_source("return torch.log_softmax(x, dim=1)", "[torch.rand(4, 96)]"))
+    problem, agent = load_problem(path), BuiltinAgent()
+    (seed,) = agent.propose(Context(problem, TRITON))
+    assert seed.genome.pass_block == 2048
+    (second,) = agent.propose(Context(problem, TRITON, parents=(parent(seed, True),)))
+    assert second.genome == dataclasses.replace(seed.genome, pass_block=4096)
+    assert second.note == PASS_NOTE and second.parents == (seed.id,)
+    (after,) = agent.propose(
+        Context(problem, TRITON, parents=(parent(seed, True), parent(second, True)))
+    )
+    assert "mutant" in after.note or "crossover" in after.note
+    # a failed seed: no tuning steps yet (the same genome would fail the same way)
+    (retry,) = agent.propose(Context(problem, TRITON, parents=(parent(seed, False),)))
+    assert retry.note != PASS_NOTE
