@@ -3,7 +3,7 @@ against eager and torch.compile, each in fp32 and at the platform's reduced prec
 the policy admits it (the speedup of record names its peer; the fp32-only speedup stands
 beside it). Registered in cli/app.py as `app.command("bench")(bench_cmd)`. With
 `--search-efficiency`: cli/efficiency.py; with `--throughput`: cli/throughput.py; with
-`--jobs N`: cli/bench_jobs.py.
+`--jobs N`: cli/bench_jobs.py; with `--gpus N`: cli/bench_gpus.py.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def _unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:
 
 def compile_threads(jobs: int, shards: int) -> int:
     """torch.compile's compile workers per baseline child: the host's cores shared by the
-    jobs of every shard (shards run side by side on one node: scripts/bench_gpus.sh); 0
+    jobs of every shard (shards run side by side on one node: --gpus); 0
     (torch's default, a worker per core) for one job alone. Each child starts its workers,
     each importing torch: 12 jobs of 3 shards on a 64-core H200 host would start 768, and
     their baselines stages took 137-273 s (not measured apart from that)."""
@@ -345,10 +345,17 @@ def bench_cmd(
             "node's cores keep busy, 2 each, at most 8)",
         ),
     ] = None,
+    gpus: Annotated[
+        int,
+        typer.Option(
+            help="one bench per GPU of this node (each with --jobs), each on its shard of the "
+            "suite, then one table of their rows in OUT (0: one bench on one GPU)"
+        ),
+    ] = 0,
     fmt: FormatOpt = "table",
 ) -> None:
     """Synthesize, verify and time kernels for a suite; table, geomean and fast_p
-    (--throughput: the search's throughput instead)."""
+    (--throughput: the search's throughput instead; --gpus: cli/bench_gpus.py)."""
     from kforge_search.agents.builtin import BuiltinAgent
     from kforge_search.cli.common import (
         fail,
@@ -374,7 +381,7 @@ def bench_cmd(
         _refuse_with_throughput(set=bool(overrides), resume=resume, screen=bool(screen),
                                 search_efficiency=search_efficiency, jobs=jobs != 1,
                                 shard=shard is not None, merge=bool(merge),
-                                rest_of=rest_of is not None)  # fmt: skip
+                                rest_of=rest_of is not None, gpus=bool(gpus))  # fmt: skip
         for name, value in (("--budget", budget), ("--lineages", lineages), ("--per-gpu", per_gpu)):
             if value is not None and value < 1:
                 fail(f"{name} {value}: needs at least 1")
@@ -401,6 +408,15 @@ def bench_cmd(
     if screen < 0:
         fail(f"--screen {screen}: needs 0 (off) or more genomes")
     plat = platform_or_fail(platform, here=not merge)  # a merge runs nothing: any machine
+    if gpus:
+        from kforge_search.cli.bench_gpus import bench_argv, on_gpus
+
+        argv = bench_argv(suite, platform, policy, budget, sizes, overrides, match, seed, screen,
+                          resume, rest_of, jobs)  # fmt: skip
+        on_gpus(gpus, plat, out, fmt, argv, lambda line: err.print(line, markup=False,
+                highlight=False, soft_wrap=True), shard=shard is not None, merge=bool(merge),
+                search_efficiency=search_efficiency)  # fmt: skip
+        return
     try:
         threads = compile_threads(jobs, _shard(shard)[1] if shard else 1)
         evaluator = Evaluator(EvalConfig(policy=policy, compile_threads=threads))
