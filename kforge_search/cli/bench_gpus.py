@@ -51,8 +51,11 @@ def shard_command(common: Sequence[str], shard: Shard, count: int) -> list[str]:
 
 
 def merge_command(common: Sequence[str], shards: Sequence[Shard], out: Path) -> list[str]:
-    """One table of the shards' rows in `out` (nothing runs: bench --merge)."""
-    merged = [a for s in shards for a in ("--merge", str(s.out))]
+    """One table of the shards' rows in `out` (nothing runs: bench --merge); a shard that
+    wrote no bench.json (it failed as it started) adds none: its problems are NOT_RUN."""
+    merged = [
+        a for s in shards if (s.out / "bench.json").is_file() for a in ("--merge", str(s.out))
+    ]
     return [sys.executable, "-m", "kforge_search", "bench", *common, *merged, "--out", str(out)]
 
 
@@ -120,6 +123,9 @@ def bench_on_gpus(
     rows kept: the same command with --resume runs the rest)."""
     shards = shards_of(out, gpus)
     interrupted = run_shards(common, shards, echo)
+    if not any((s.out / "bench.json").is_file() for s in shards):
+        echo(f"no GPU's bench wrote a table: see {out}/gpu*.log")
+        return 130 if interrupted else 1
     merged = subprocess.run(merge_command(merge_common, shards, out), check=False)
     if interrupted:
         echo(f"interrupted: each GPU's finished rows are kept in {out}/gpuI; the same command "

@@ -14,7 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from kforge_search.cli.app import app
-from kforge_search.cli.bench_gpus import bench_argv, bench_on_gpus, gpus_for
+from kforge_search.cli.bench_gpus import (
+    bench_argv,
+    bench_on_gpus,
+    gpus_for,
+    merge_command,
+    shards_of,
+)
 from tests.conftest import PROBLEMS
 
 NAMES = ["06_gemm_add_leaky_relu", "11_gemm_max_scale"]
@@ -43,6 +49,14 @@ def test_the_gpus_are_the_visible_ones_first_and_too_few_say_how_many_there_are(
         gpus_for(4, None, 2)
     with pytest.raises(ValueError, match="needs 2 or more"):
         gpus_for(1, None, 2)
+
+
+def test_a_gpu_whose_bench_wrote_no_table_is_left_out_of_the_merge(tmp_path):
+    shards = shards_of(tmp_path, ["0", "1"])
+    shards[1].out.mkdir(parents=True)
+    (shards[1].out / "bench.json").write_text("{}")
+    command = merge_command(["suite"], shards, tmp_path)
+    assert [a for a in command if "gpu" in a] == [str(shards[1].out)]  # gpu0's problems: NOT_RUN
 
 
 def test_each_gpu_benches_its_shard_and_one_table_holds_every_row(tmp_path):
