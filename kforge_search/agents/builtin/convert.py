@@ -315,13 +315,8 @@ class Converter:
         if token == 1:  # a reduction over a size-1 dim is the identity, less that dim
             if keepdim:
                 return x
-            return T(
-                x.id,
-                x.dims[:dim] + x.dims[dim + 1 :],
-                x.shape[:dim] + x.shape[dim + 1 :],
-                x.space,
-                x.stage,
-            )
+            dims, shape = x.dims[:dim] + x.dims[dim + 1 :], x.shape[:dim] + x.shape[dim + 1 :]
+            return T(x.id, dims, shape, x.space, x.stage)
         kind = kind_of(x.dims, self.lead)
         over_rows = kind is Kind.ROW and token == "L0" and len(self.lead) == 1
         if (kind is not Kind.MAT and not over_rows) or not canonical(x.dims):

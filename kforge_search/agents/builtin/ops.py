@@ -28,7 +28,7 @@ _T_SOFTPLUS = "_kf_softplus"
 _T_GELU_TANH = "_kf_gelu_tanh"
 _T_MISH = "_kf_mish"
 T_TO_BF16 = "_kf_to_bf16"  # float32 to bfloat16, rounded to nearest even
-# argmax / argmin in one walk (triton_kernels.arg_pairs): the index in a packed key's low word
+# argmax / argmin in one walk (arg_walk.arg_pairs): the index in a packed key's low word
 T_ARG_DONE = {"max": "_kf_argmax_done", "min": "_kf_argmin_done"}
 
 ELEMENTWISE: tuple[OpSpec, ...] = (

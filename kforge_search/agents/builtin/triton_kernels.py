@@ -9,55 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kforge_search.agents.builtin import render as r
+from kforge_search.agents.builtin.arg_walk import arg_pairs, arg_step
 from kforge_search.agents.builtin.genome import TritonGenome
-from kforge_search.agents.builtin.ir import Ew, Graph, Kind, Scan, Stat
-from kforge_search.agents.builtin.ops import REDUCTIONS, T_ARG_DONE
+from kforge_search.agents.builtin.ir import Ew, Graph, Scan, Stat
+from kforge_search.agents.builtin.ops import REDUCTIONS
 from kforge_search.agents.builtin.plan import Plan, StagePlan, scan_outs
-from kforge_search.agents.builtin.triton_lines import INDEX, Lines, Names, Params, signature
-
-VECTOR_KINDS = {"row": {Kind.MAT, Kind.COL, Kind.BCOL}, "col": {Kind.MAT, Kind.ROW}}
-
-
-@dataclass(frozen=True)
-class Step:
-    kind: str  # "top" (once per program), "stat" (a walk accumulating a statistic), "final",
-    # "arg" (argmax / argmin: each lane's best value and its index, `after` their keys)
-    lines: str  # "scan": a walk in order with a running total
-    node: int = -1
-    identity: str = ""
-    combine: str = ""
-    finish: str = ""
-    scan: ScanStep | None = None
-    acc: str = "tl.float32"  # the accumulator's dtype (sums: float64)
-    best: int = -1  # "online" / "moments": the first statistic, made in the sum's walk
-    x: str = ""  # "online" / "moments": the value both statistics are of
-    mean: int = -1  # "moments": the row value the second statistic's deviations are from
-    after: str = ""  # "moments": the lines that make `mean` from the first statistic
-    nodes: tuple[int, ...] = ()  # "top": the nodes its lines make
-    # "stat": other plain statistics made in the same walk, each in its own accumulator
-    # `a<node>` (one_walk): their lines and combine read the elements the walk loads
-    extra: tuple[Step, ...] = ()
-
-    @property
-    def made(self) -> set[int]:
-        """The statistics this walk makes (or the nodes a "top" step makes)."""
-        own = {self.node, self.best} - {-1} if self.kind != "top" else set(self.nodes)
-        return own | {e.node for e in self.extra}
-
-
-@dataclass(frozen=True)
-class ScanStep:
-    """A scan's walk: its input `x` computed by the step's lines at columns `shift` before
-    each output's (an exclusive scan: the identity shifted in), scanned per chunk and
-    combined with the running total; `after` computes and stores what needs it."""
-
-    x: int
-    fn: str  # "cumsum" | "cumprod"
-    op: str  # how totals combine: "+" | "*"
-    dtype: str  # of a chunk's scan: fp32 sums, fp64 products
-    reverse: bool
-    shift: int
-    after: str
+from kforge_search.agents.builtin.triton_lines import Lines, Names, Params, signature
+from kforge_search.agents.builtin.walk_steps import VECTOR_KINDS, ScanStep, Step
 
 
 @dataclass(frozen=True)
@@ -196,92 +154,6 @@ def splittable(plan: Plan, stage: StagePlan) -> bool:
         and not any(isinstance(plan.graph.node(n), Scan) for n in stage.tail)
         and not arg_pairs(plan.graph, stage)
     )
-
-
-@dataclass(frozen=True)
-class ArgPair:
-    """argmax / argmin as the IR has it (convert.arg): `best`, the maximum (minimum) of `x`;
-    `pos`, each element's index where it equals `best`, else +inf; the min of `pos`."""
-
-    best: int
-    pos: int
-    fn: str  # "max" or "min": the statistic `best` is
-
-
-ARG_INDEX = {  # the index along the reduced dim, as the argpos ops compute it
-    "argpos_col": "({col} + 0 * {row})",
-    "argpos_row": "({row} % tl.cast({n}, tl.int32) + 0 * {col})",
-}
-
-
-def arg_pairs(graph: Graph, stage: StagePlan) -> dict[int, ArgPair]:
-    """The pass's argmax / argmin statistics that one walk can make (by the min's id): the
-    statistic `best` read by nothing but the index's `pos` and not an output. The IR's two
-    statistics walk the input twice (H200, 51_Argmax: 4.6 ms where a sum over the same
-    input took 2.15); one walk keeps the largest (least) packed key of value and index."""
-    if stage.axis not in ("row", "col"):
-        return {}
-    users, found = graph.users(), {}
-    for n in stage.tail:
-        stat = graph.node(n)
-        if not isinstance(stat, Stat) or stat.fn != "min":
-            continue
-        pos = graph.node(stat.x)
-        if not isinstance(pos, Ew) or pos.fn not in ARG_INDEX or not isinstance(pos.args[1], int):
-            continue
-        best = graph.node(pos.args[1])
-        if (
-            isinstance(best, Stat)
-            and best.fn in ("max", "min")
-            and best.x == pos.args[0]
-            and best.id in stage.tail
-            and users[best.id] == [pos.id]
-            and users[pos.id] == [stat.id]
-            and not {best.id, pos.id} & set(stage.outs)
-        ):
-            found[n] = ArgPair(best.id, pos.id, best.fn)
-    return found
-
-
-def _arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: str) -> Step:
-    """The walk of one argmax / argmin: each lane keeps its best value and that value's
-    index (the first of equals: a later one replaces it only where strictly better; NaN
-    beats every number, as torch's), then the lanes' pairs become keys, the value's bits made
-    to order as the floats do (+0 for -0; NaN the largest for argmax and the least for
-    argmin) above the index (argmax: 2**31 - 1 - index, so the first of equals wins), and
-    the key reduction picks one. A key per element (64-bit integer work on every element)
-    left 51_Argmax at 0.65x of compile on the H200."""
-    graph = lines.graph
-    pos = graph.node(pair.pos)
-    assert isinstance(pos, Ew)
-    n = lines.operand(pos.args[2]) if len(pos.args) > 2 else "1"
-    index = ARG_INDEX[pos.fn].format(n=n, **INDEX[lines.dialect])
-    better = ">" if pair.fn == "max" else "<"
-    x = f"v{pos.args[0]}"
-    walk = [
-        *(lines.compute(m) for m in loop),
-        f"take = {mask} & ((bi == {ARG_NONE}) | ({x} {better} bv) | (({x} != {x}) & (bv == bv)))",
-        f"bv = tl.where(take, {x}, bv)",
-        f"bi = tl.where(take, {index}, bi)",
-    ]
-    low = f"({ARG_NONE} - bi)" if pair.fn == "max" else "bi"
-    nan = "2147483647" if pair.fn == "max" else "-2147483648"
-    identity = "-9223372036854775807" if pair.fn == "max" else "9223372036854775807"
-    key = [
-        "key = tl.where(bv == 0.0, 0.0, bv).to(tl.float32).to(tl.int32, bitcast=True)",
-        "key = tl.where(key < 0, key ^ 0x7FFFFFFF, key)",
-        f"key = tl.where(bv != bv, {nan}, key)",
-        f"key = (key.to(tl.int64) << 32) | {low}.to(tl.int64)",
-        f"key = tl.where(bi == {ARG_NONE}, {identity}, key)",
-    ]
-    lines.names.helpers.add(T_ARG_DONE[pair.fn])
-    start = "float('-inf')" if pair.fn == "max" else "float('inf')"
-    return Step(
-        "arg", "\n".join(walk), stat.id, start, finish=T_ARG_DONE[pair.fn], after="\n".join(key)
-    )
-
-
-ARG_NONE = 2147483647  # a lane's index before it has seen an element
 
 
 def _ancestors(graph: Graph, ids: set[int]) -> set[int]:
@@ -502,7 +374,7 @@ def _pass_steps(
             pos = graph.node(pairs[stat_id].pos)
             assert isinstance(pos, Ew) and isinstance(pos.args[0], int)
             _, loop = split(r.schedule(graph, (pos.args[0],), have, leaves))
-            steps.append(_arg_step(lines, stat, pairs[stat_id], loop, mask))
+            steps.append(arg_step(lines, stat, pairs[stat_id], loop, mask))
             have.add(stat_id)
             continue
         pick = picked(graph, stage, stat)

@@ -1,4 +1,4 @@
-"""argmax / argmin in one walk over the input (triton_kernels.arg_pairs): each lane's best
+"""argmax / argmin in one walk over the input (arg_walk.arg_pairs): each lane's best
 value and its index, then a packed key of the value's ordered bits and the index per lane.
 The IR's two statistics read the input twice (H200, 51_Argmax 4.6 ms where a sum over the
 same input took 2.15); a key per element left it at 0.65x of compile. Here, on Triton's
