@@ -232,14 +232,15 @@ def _copy_best(folder: Path, out: Path, rows: dict[str, Any]) -> None:
             shutil.copyfile(source, out / "best" / source.name)
 
 
-def _refuse_with_throughput(**used: bool) -> None:
-    """The options of a bench that --throughput does not take: an error where one is given."""
+def _refuse(mode: str, **used: bool) -> None:
+    """The options of a bench that `mode` (--throughput, --gpus) does not take: an error
+    where one is given."""
     from kforge_search.cli.common import fail
 
     for name, given in used.items():
         if given:
             flag = "--" + name.replace("_", "-")
-            fail(f"{flag} is not an option of --throughput", f"leave out {flag}")
+            fail(f"{flag} is not an option of {mode}", f"leave out {flag}")
 
 
 def bench_cmd(
@@ -378,7 +379,7 @@ def bench_cmd(
     if throughput:
         from kforge_search.cli.throughput import run_throughput
 
-        _refuse_with_throughput(set=bool(overrides), resume=resume, screen=bool(screen),
+        _refuse("--throughput", set=bool(overrides), resume=resume, screen=bool(screen),
                                 search_efficiency=search_efficiency, jobs=jobs != 1,
                                 shard=shard is not None, merge=bool(merge),
                                 rest_of=rest_of is not None, gpus=bool(gpus))  # fmt: skip
@@ -413,9 +414,10 @@ def bench_cmd(
 
         argv = bench_argv(suite, platform, policy, budget, sizes, overrides, match, seed, screen,
                           resume, rest_of, jobs)  # fmt: skip
-        on_gpus(gpus, plat, out, fmt, argv, lambda line: err.print(line, markup=False,
-                highlight=False, soft_wrap=True), shard=shard is not None, merge=bool(merge),
+        _refuse("--gpus", shard=shard is not None, merge=bool(merge),
                 search_efficiency=search_efficiency)  # fmt: skip
+        on_gpus(gpus, plat, out, fmt, argv, lambda line: err.print(line, markup=False,
+                highlight=False, soft_wrap=True))  # fmt: skip
         return
     try:
         threads = compile_threads(jobs, _shard(shard)[1] if shard else 1)

@@ -154,18 +154,13 @@ def on_gpus(
     fmt: str,
     argv: list[str],
     echo: Callable[[str], None],
-    **used: bool,
 ) -> None:
-    """`kforge bench --gpus COUNT`: refused where it cannot run (options it does not take, a
-    platform off CUDA, fewer GPUs), else a bench per GPU and their merge; exits as they did."""
+    """`kforge bench --gpus COUNT`: refused where it cannot run (a platform off CUDA, fewer
+    GPUs), else a bench per GPU and their merge; exits as they did."""
     import typer
 
     from kforge_search.cli.common import fail
 
-    for name, given in used.items():
-        if given:
-            flag = "--" + name.replace("_", "-")
-            fail(f"{flag} is not an option of --gpus", f"leave out {flag}")
     if plat.device_kind != "cuda":
         fail(f"--gpus is for CUDA platforms; {plat.name} runs on {plat.device_kind}",
              "leave out --gpus (--jobs runs problems side by side)")  # fmt: skip
