@@ -24,9 +24,9 @@ class ArgPair:
 
 
 ARG_INDEX = {  # the index along the reduced dim, as the argpos ops compute it
-    "argpos_col": "({col} + 0 * {row})",
-    "argpos_row": "({row} % tl.cast({n}, tl.int32) + 0 * {col})",
-}
+    "argpos_col": "{col}",
+    "argpos_row": "({row} % tl.cast({n}, tl.int32))",
+}  # the walk's tl.where broadcasts them: no index per element (`+ 0 * col`)
 
 
 def arg_pairs(graph: Graph, stage: StagePlan) -> dict[int, ArgPair]:
@@ -65,7 +65,13 @@ def arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: str
     to order as the floats do (+0 for -0; NaN the largest for argmax and the least for
     argmin) above the index (argmax: 2**31 - 1 - index, so the first of equals wins), and
     the key reduction picks one. A key per element (64-bit integer work on every element)
-    left 51_Argmax at 0.65x of compile on the H200."""
+    left 51_Argmax at 0.65x of compile on the H200.
+
+    Each lane starts at index 0 with the identity (-inf for argmax): a lane that never takes
+    an element claims index 0 with the identity, the right answer where every element is the
+    identity and a losing key elsewhere. No per-element test of "nothing seen yet" and no
+    index per element (H200, 51's [128, 4096, 4095] over dim 1, 32 x 32 tiles: 3.48 ms with
+    both, 2.17 without, compile 2.55)."""
     graph = lines.graph
     pos = graph.node(pair.pos)
     assert isinstance(pos, Ew)
@@ -75,25 +81,20 @@ def arg_step(lines: Lines, stat: Stat, pair: ArgPair, loop: list[int], mask: str
     x = f"v{pos.args[0]}"
     walk = [
         *(lines.compute(m) for m in loop),
-        f"take = {mask} & ((bi == {ARG_NONE}) | ({x} {better} bv) | (({x} != {x}) & (bv == bv)))",
+        f"take = {mask} & (({x} {better} bv) | (({x} != {x}) & (bv == bv)))",
         f"bv = tl.where(take, {x}, bv)",
         f"bi = tl.where(take, {index}, bi)",
     ]
-    low = f"({ARG_NONE} - bi)" if pair.fn == "max" else "bi"
+    low = "(2147483647 - bi)" if pair.fn == "max" else "bi"
     nan = "2147483647" if pair.fn == "max" else "-2147483648"
-    identity = "-9223372036854775807" if pair.fn == "max" else "9223372036854775807"
     key = [
         "key = tl.where(bv == 0.0, 0.0, bv).to(tl.float32).to(tl.int32, bitcast=True)",
         "key = tl.where(key < 0, key ^ 0x7FFFFFFF, key)",
         f"key = tl.where(bv != bv, {nan}, key)",
         f"key = (key.to(tl.int64) << 32) | {low}.to(tl.int64)",
-        f"key = tl.where(bi == {ARG_NONE}, {identity}, key)",
     ]
     lines.names.helpers.add(T_ARG_DONE[pair.fn])
     start = "float('-inf')" if pair.fn == "max" else "float('inf')"
     return Step(
         "arg", "\n".join(walk), stat.id, start, finish=T_ARG_DONE[pair.fn], after="\n".join(key)
     )
-
-
-ARG_NONE = 2147483647  # a lane's index before it has seen an element

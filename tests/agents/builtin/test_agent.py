@@ -287,3 +287,22 @@ def test_a_row_pass_without_a_gemm_tries_steps_of_4096_second(tmp_path):
     # a failed seed: no tuning steps yet (the same genome would fail the same way)
     (retry,) = agent.propose(Context(problem, TRITON, parents=(parent(seed, False),)))
     assert retry.note != PASS_NOTE
+
+
+@pytest.mark.parametrize("policy", ["strict", "loose"])
+def test_a_gemm_whose_k_is_one_step_seeds_exact_products_in_small_tiles(tmp_path, policy):
+    """K <= 32 (one k step: 9_Tall_skinny's 32768 x 32 x 32768): the output's store is the
+    work, and exact fp32 products in 64 x 64 tiles beat tf32x3's 128 x 128 on the H200."""
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    genomes = {}
+    for k in (32, 64):
+        path = tmp_path / f"k{k}.py"
+        inputs = f"[torch.rand(300, {k}), torch.rand({k}, 300)]"
+        path.write_text(problem_source("return torch.matmul(x, y)", inputs))
+        genomes[k] = seed_genome(analyze(load_problem(path)), TRITON, policy)
+    short, long = genomes[32], genomes[64]
+    assert (short.precision, short.block_m, short.block_n, short.block_k) == ("ieee", 64, 64, 32)
+    assert short.loads == "pointer" and short.num_warps == 4
+    assert long.precision == ("tf32x3" if policy == "strict" else "tf32")

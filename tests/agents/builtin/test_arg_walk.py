@@ -30,12 +30,13 @@ def _model_new(tmp_path: Path, forward: str, shape: tuple[int, ...]):
     draft = AGENT.synthesize(load_problem(path), get_platform("cpu-triton"), GENOME, "test")
     assert not hasattr(draft, "message"), draft
     assert "_done(key, axis=" in draft.source  # one walk, not a statistic and then an index
-    assert draft.source.count("key = ") == 5  # keys of the lanes' bests, after the walk
+    assert draft.source.count("key = ") == 4  # keys of the lanes' bests, after the walk
     return load_candidate(draft.source, tmp_path / "candidate.py")()
 
 
 def _hard(shape: tuple[int, ...], dim: int) -> torch.Tensor:
-    """Rows (along `dim`) with ties, signed zeros, NaN and only negative values."""
+    """Rows (along `dim`) with ties, signed zeros, NaN, only negative values and only
+    infinities (where no lane takes an element after its start)."""
     torch.manual_seed(0)
     x = torch.randn(shape)
     x = x.movedim(dim, -1).contiguous()
@@ -52,11 +53,15 @@ def _hard(shape: tuple[int, ...], dim: int) -> torch.Tensor:
     flat[6, :] = 3.0  # every element equal
     flat[7, 1] = float("inf")
     flat[7, 2] = float("-inf")
+    flat[8, :] = float("-inf")  # every lane keeps its start: index 0 for argmax
+    flat[9, :] = float("inf")  # ... and for argmin
+    flat[10, : n // 2] = float("-inf")  # lanes that never take beside one that does
+    flat[10, n // 2 :] = float("inf")
     return flat.reshape(x.shape).movedim(-1, dim).contiguous()
 
 
 @pytest.mark.parametrize("fn", ["argmax", "argmin"])
-@pytest.mark.parametrize(("dim", "shape"), [(-1, (9, 517)), (1, (3, 131, 37))])
+@pytest.mark.parametrize(("dim", "shape"), [(-1, (11, 517)), (1, (3, 131, 37))])
 def test_one_walk_gives_torchs_index_on_hard_rows(verify, tmp_path, fn, dim, shape):
     model = _model_new(tmp_path, f"return torch.{fn}(x, dim={dim})", shape)
     x = _hard(shape, dim)
