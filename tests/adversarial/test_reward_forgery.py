@@ -24,6 +24,7 @@ from kforge_search.evaluator.baselines import BaselineCache
 from kforge_search.evaluator.result import Baseline, TimingStats
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
+from tests.conftest import own_cache
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 CHAIN = "level1/10_elementwise_chain"
@@ -59,8 +60,9 @@ BUILD_TRICKS = {"21d_poison_extension_cache.py", "21e_poison_triton_cache.py"}
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
-    """A cache folder of the module's own, in the environment while its evaluator runs."""
-    root = tmp_path_factory.mktemp("kforge-cache")
+    """A cache folder of the module's own (the session's bytecode shared: own_cache), in the
+    environment while its evaluator runs."""
+    root = own_cache(tmp_path_factory.mktemp("kforge-cache"))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("KFORGE_CACHE_DIR", str(root))
         yield root

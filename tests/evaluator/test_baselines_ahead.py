@@ -10,7 +10,7 @@ from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from kforge_search.search.throughput import parse_journal
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, own_cache
 
 
 def _holds(journal, mode: str):
@@ -25,7 +25,7 @@ def test_the_first_candidates_baselines_are_measured_beside_it(tmp_path, monkeyp
     journal = tmp_path / "journal"
     monkeypatch.setenv(JOURNAL_ENV, str(journal))
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))  # nothing cached
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))  # nothing cached
     problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
     # Triton's interpreter, its timings taken as meaningful: the baselines are measured as on
     # a compiled platform, without a C++ build

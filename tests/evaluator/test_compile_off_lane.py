@@ -10,7 +10,7 @@ from kforge_search.evaluator import EvalConfig, Evaluator, Status, compiling
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, own_cache
 
 
 class Jit:
@@ -95,7 +95,8 @@ def test_on_a_gpu_the_triton_compile_is_outside_the_candidates_shared_holds(monk
 
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))  # Triton's cache in it
+    # Triton's cache in it
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
     journal = tmp_path / "journal"
     monkeypatch.setenv(JOURNAL_ENV, str(journal))

@@ -11,7 +11,7 @@ from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV, Device
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from kforge_search.search.throughput import parse_journal
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, own_cache
 
 
 def _in_thread(lock: DeviceLock, exclusive: bool, log: list[str], name: str) -> threading.Thread:
@@ -134,7 +134,7 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     journal = tmp_path / "journal"
     monkeypatch.setenv(JOURNAL_ENV, str(journal))
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))  # no cached baseline
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))  # no cached baseline
     problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
     platform = get_platform("cpu-cpp")
     evaluator = Evaluator(EvalConfig(baselines=("eager",), reduced_precision=False))
@@ -179,7 +179,8 @@ def test_a_timing_that_asks_during_a_reference_goes_between_its_trials(tmp_path,
     journal = tmp_path / "journal"
     monkeypatch.setenv(JOURNAL_ENV, str(journal))
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))  # no stored reference
+    # no stored reference
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))
     path = tmp_path / "slow_trials.py"
     mark = tmp_path / "trials"
     path.write_text(SLOW_TRIALS.replace("import time", f"import time\nMARK = {str(mark)!r}"))

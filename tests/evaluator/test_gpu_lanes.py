@@ -20,7 +20,7 @@ from kforge_search.evaluator import EvalConfig, Evaluator
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV, device_key
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
-from tests.conftest import ROOT
+from tests.conftest import ROOT, own_cache
 
 
 def _visible(value: str | None) -> dict[str, str]:
@@ -108,7 +108,7 @@ def test_the_reference_is_the_nodes_the_lane_is_each_gpus(monkeypatch, tmp_path)
     """Evaluators pinned to GPU 0 and to GPU 1 of one node time in lanes of their own but
     share the node's stored reference: the second reads what the first computed (one
     reference child in all, one file). A CPU platform's reference: no GPU needed."""
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
     journal = tmp_path / "journal"
     monkeypatch.setenv(JOURNAL_ENV, str(journal))

@@ -19,7 +19,7 @@ from kforge_search.evaluator.reference import Reference
 from kforge_search.evaluator.reference_store import ReferenceStore
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, own_cache
 
 CPU = get_platform("cpu-triton")
 CHAIN = EXAMPLES / "triton/elementwise_chain.py"
@@ -45,7 +45,7 @@ def _runs(monkeypatch) -> list[str]:
 
 
 def test_a_second_evaluator_reads_the_reference_the_first_computed(tmp_path, monkeypatch):
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path)))
     ran = _runs(monkeypatch)
     problem = _problem(129)
     config = EvalConfig(baselines=(), check_unseen=False)
@@ -75,7 +75,7 @@ def test_a_second_evaluator_reads_the_reference_the_first_computed(tmp_path, mon
 
 @pytest.mark.parametrize("part", [".pt", ".meta"])  # its tensors, the rest of it
 def test_a_stored_reference_changed_on_disk_is_computed_again(tmp_path, monkeypatch, part):
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path)))
     ran = _runs(monkeypatch)
     problem = _problem(131)
     config = EvalConfig(baselines=(), check_unseen=False)

@@ -33,7 +33,7 @@ from kforge_search.search.suite_bench import (
     unrunnable_row,
     write_outputs,
 )
-from tests.conftest import PROBLEMS
+from tests.conftest import PROBLEMS, own_cache
 
 PROBLEM = resolve_problem("level2/01_gemm_bias_relu", size_set="ci")
 PEAKS = Peaks("test", 10.0, 100.0, 200.0, 1000.0, "datasheet")
@@ -543,7 +543,7 @@ def test_problems_in_flight_at_ctrl_c_leave_no_row(tmp_path, monkeypatch):
     from kforge_search.cli.bench_jobs import in_parallel
     from kforge_search.evaluator import Evaluator
 
-    monkeypatch.setenv("KFORGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))
     started, release, ended = threading.Event(), threading.Event(), threading.Event()
     rows: list[str] = []
 
