@@ -249,13 +249,25 @@ class StageWriter:
                 return [f"pass_block = {block}", rpp, launch]
             parts = self._split_pass(st, leaves, kernel.name, segments, seg, sizes, consts, launch)
             return [f"pass_block = {block}", rpp, *parts]
-        consts = f"BLOCK_R={max(16, gn.pass_block // 32)}, BLOCK_C=32, num_warps={gn.pass_warps}"
         if one:  # its one column once, down the rows in long steps (POST_ROWS)
-            consts = f"BLOCK_R=_KF_POST_ROWS, BLOCK_C=1, num_warps={gn.pass_warps}"
-        batched = st.batched_cols and not one
-        sizes.append("BR" if batched else "R")  # the rows each program walks
-        grid = "(1, 1)" if one else f"(triton.cdiv(NC{s}, 32), {'R // BR' if batched else 1})"
-        return [_launch(kernel, grid, [], sizes, consts)]
+            consts = f"BLOCK_R=_KF_POST_ROWS, BLOCK_C=1, ONE=False, num_warps={gn.pass_warps}"
+            return [_launch(kernel, "(1, 1)", [], [*sizes, "R"], consts)]
+        batched = st.batched_cols
+        walked = "BR" if batched else "R"  # the rows each program walks
+        # columns of at most _KF_TILE_ROWS rows in one tile of 64 columns, read once (ONE:
+        # cols.py.j2) (H200, 36_RMSNorm's 64 rows of 262144 columns, hand kernels: 64 x 64
+        # read once with 4 warps 3.68 ms, 32 x 32 walked twice 4.46, compile 3.95; the
+        # 64 x 64 tile walked twice with float64 lanes 5.07); longer ones in steps
+        tile = (
+            f"col_r, col_c = (max(16, triton.next_power_of_2({walked})), 64) "
+            f"if {walked} <= _KF_TILE_ROWS else ({max(16, gn.pass_block // 32)}, 32)"
+        )
+        consts = (
+            f"BLOCK_R=col_r, BLOCK_C=col_c, ONE={walked} <= _KF_TILE_ROWS, "
+            f"num_warps={gn.pass_warps}"
+        )
+        grid = f"(triton.cdiv(NC{s}, col_c), {'R // BR' if batched else 1})"
+        return [tile, _launch(kernel, grid, [], [*sizes, walked], consts)]
 
     def _split_pass(
         self, st: StagePlan, leaves: set[int], name: str, segments: str, seg: str,
@@ -368,6 +380,7 @@ K_MAJOR = ("tf32", "tf32rn", "tf32x3")
 # column, it walked 94_MSELoss' 32768 row results in 256 steps: ~0.2 ms of its 2.08 ms,
 # where torch.compile took 1.87 (H200).
 POST_ROWS = 2048
+TILE_ROWS = 64  # a column pass over at most this many rows takes them in one tile
 
 
 def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
@@ -455,6 +468,7 @@ def render_triton(plan: Plan, genome: TritonGenome, problem_source: str, doc: st
         many_rows=any("_KF_RPP" in line for line in body),
         narrow=any("_KF_NARROW" in line for line in body),
         post_rows=POST_ROWS if any("_KF_POST_ROWS" in line for line in body) else 0,
+        tile_rows=TILE_ROWS if any("_KF_TILE_ROWS" in line for line in body) else 0,
         tf32rn=any("_kf_tf32rn(" in line for line in body),
         body="\n".join(body),
     )

@@ -140,9 +140,30 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
     if stage.axis == "row":
         steps = one_walk(plan.graph, steps)
     source = r.render_template(
-        f"triton/{stage.axis}s.py.j2", name=name, params=signature(params.names), steps=steps
+        f"triton/{stage.axis}s.py.j2",
+        name=name,
+        params=signature(params.names),
+        steps=steps,
+        once=_once(steps),
     )
     return Kernel(name, source, tuple(params.names))
+
+
+def _once(steps: list[Step]) -> list[str]:
+    """Each step's lines less the assignments an earlier step already made (the same line:
+    one node's value, `v<id> = ...`): a column pass's steps as one straight run over a tile
+    held for all of them (cols.py.j2, ONE) load and compute each value once."""
+    seen: set[str] = set()
+    out = []
+    for step in steps:
+        kept = []
+        for line in step.lines.splitlines():
+            if re.match(r"v\d+ = ", line) and line in seen:
+                continue
+            seen.add(line)
+            kept.append(line)
+        out.append("\n".join(kept))
+    return out
 
 
 def splittable(plan: Plan, stage: StagePlan) -> bool:
