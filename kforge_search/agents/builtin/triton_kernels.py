@@ -144,7 +144,7 @@ def pass_kernel(plan: Plan, stage: StagePlan, names: Names, name: str, leaves: s
         name=name,
         params=signature(params.names),
         steps=steps,
-        once=_once(steps),
+        once=_once(steps) if stage.axis == "col" else [],
     )
     return Kernel(name, source, tuple(params.names))
 
