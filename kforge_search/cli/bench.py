@@ -568,8 +568,14 @@ def _report(summary: Any, policy: str, paths: tuple[Path, Path], fmt: str) -> No
         f" the others counted as 1.0x), each over its peer of record (the fastest PyTorch setting"
         f" that passes {policy}); over fp32 eager / compile only "
         f"{_fmt(summary.geomean_fp32, '.2f')}x ({_fmt(summary.geomean_all_fp32, '.2f')}x over all);"
-        f" fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}, "
-        f"fast_1.5 {summary.fast_1_5:.2f}; median roofline {_fmt(summary.median_roofline, '.0%')}"
+        f" fast_0 {summary.fast_0:.2f}, fast_1 {summary.fast_1:.2f}"
+        + (
+            f" ({summary.fast_1_by_little} of its rows by 1% or less)"
+            if summary.fast_1_by_little
+            else ""
+        )
+        + f", fast_1.5 {summary.fast_1_5:.2f}; median roofline "
+        f"{_fmt(summary.median_roofline, '.0%')}"
         + (f"; {summary.unrunnable} could not be run" if summary.unrunnable else "")
         + (f"; {summary.not_run} not run" if summary.not_run else "")
         + (

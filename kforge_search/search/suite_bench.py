@@ -113,6 +113,10 @@ class BenchSummary:
     geomean_all_fp32: float | None = None  # as geomean_all, over fp32 eager / compile only
     not_run: int = 0  # problems of the suite no run reached (NOT_RUN rows: bench --merge)
     loaded: int = 0  # verified rows timed on a loaded host (BenchRow.loaded)
+    # of fast_1's rows, those faster by 1% or less (1.0x < speedup <= 1.01x): parity within
+    # the timing's noise (H200, level 1: nine elementwise rows and losses at 1.000-1.01x,
+    # where compile's kernels and ours run at the same 90% of bandwidth)
+    fast_1_by_little: int = 0
 
 
 class BenchError(Exception):
@@ -356,6 +360,9 @@ def _genome_text(genome: Any) -> str:
     return " ".join(f"{k}={v}" for k, v in dataclasses.asdict(genome).items())
 
 
+PARITY = 0.01  # a speedup within this of 1.0x is parity, whichever side (timing noise)
+
+
 def summarize(rows: list[BenchRow]) -> BenchSummary:
     n = len(rows)
     verified = [r for r in rows if r.verified]
@@ -381,6 +388,7 @@ def summarize(rows: list[BenchRow]) -> BenchSummary:
         geomean_all_fp32=_geomean(fp32 + [1.0] * (n - len(fp32))),
         not_run=sum(1 for r in rows if r.status == NOT_RUN),
         loaded=sum(1 for r in rows if r.loaded),
+        fast_1_by_little=sum(1 for s in speedups if 1.0 < s <= 1.0 + PARITY),
     )
 
 

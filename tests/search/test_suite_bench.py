@@ -115,6 +115,16 @@ def test_summary_geomean_and_fast_p():
     assert s.geomean_all == pytest.approx((2 * 0.5 * 1.6 * 1.0) ** 0.25)
     assert (s.fast_0, s.fast_1, s.fast_1_5) == (0.75, 0.5, 0.5)
     assert s.median_roofline == 0.7
+    assert s.fast_1_by_little == 0
+
+
+def test_the_summary_counts_fast_1s_rows_that_are_parity_within_noise():
+    speedups = [1.004, 1.01, 1.0101, 1.0, 0.995, 2.0]
+    rows = [BenchRow(str(i), "OK", best_ms=1.0, speedup=x, verified=True)
+            for i, x in enumerate(speedups)]  # fmt: skip
+    s = summarize(rows)
+    assert s.fast_1 == pytest.approx(4 / 6)  # 1.004, 1.01, 1.0101, 2.0
+    assert s.fast_1_by_little == 2  # 1.004 and 1.01: faster by 1% or less
 
 
 def test_outputs_are_json_and_csv(tmp_path):
