@@ -209,6 +209,29 @@ def _tf32_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]
     return [(gen.repair(tf32, policy), TF32_NOTE)]
 
 
+def _bf16_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]]:
+    """Under a policy that admits bf16 (loose), a GEMM's tf32 seed with bf16 operands (fp32
+    accumulation; K steps of 64) before any random mutation: what the tolerance admits
+    beyond TF32, where PyTorch's TF32 is the peer of record (H200, level 1 under loose: our
+    tf32 GEMMs at 0.48-0.96x of TF32 cuBLAS). Where bf16 fails the policy the draft is
+    INCORRECT and the seed stays the best."""
+    if not isinstance(seed, TritonGenome) or seed.precision != "tf32":
+        return []
+    if "bf16" not in gen.admissible_precisions(policy) or plan.graph.low_precision:
+        return []
+    if not any(_has_dot(st) for st in plan.stages):
+        return []
+    return [
+        (gen.repair(dataclasses.replace(seed, precision="bf16", block_k=64), policy), BF16_NOTE)
+    ]
+
+
+BF16_NOTE = (
+    "the seed with bf16 operands and fp32 accumulation: what the tolerance admits beyond tf32, "
+    "where PyTorch's TF32 is the peer"
+)
+
+
 def _pass_step(plan: Plan, seed: Genome) -> list[tuple[Genome, str]]:
     """A program with no GEMM whose row pass may run in parts: its seed's steps of 2048, then
     4096, before any random mutation. Neither won everywhere (H200, the seed at published
@@ -347,6 +370,7 @@ class BuiltinAgent:
             steps = [
                 *_three_dot_steps(plan, seed),
                 *_tf32_step(plan, seed, policy),
+                *_bf16_step(plan, seed, policy),
                 *_pass_step(plan, seed),
             ]
             for genome, note in steps:

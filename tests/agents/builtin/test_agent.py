@@ -306,3 +306,18 @@ def test_a_gemm_whose_k_is_one_step_seeds_exact_products_in_small_tiles(tmp_path
     assert (short.precision, short.block_m, short.block_n, short.block_k) == ("ieee", 64, 64, 32)
     assert short.loads == "pointer" and short.num_warps == 4
     assert long.precision == ("tf32x3" if policy == "strict" else "tf32")
+
+
+def test_once_the_loose_seed_of_a_gemm_verifies_bf16_operands_are_tried_next():
+    """Under loose, what the tolerance admits beyond tf32 (PyTorch's TF32 is the peer of
+    record there) before any random mutation; under strict never (not its precision)."""
+    agent = BuiltinAgent()
+    (seed,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
+    assert seed.precision == "tf32"
+    (bf16,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(seed, True),)))
+    want = gen.repair(dataclasses.replace(seed.genome, precision="bf16", block_k=64), "loose")
+    assert bf16.genome == want and bf16.precision == "bf16" and bf16.parents == (seed.id,)
+    assert "bf16 operands" in bf16.note
+    (strict,) = agent.propose(Context(PROBLEM, TRITON))
+    after = agent.propose(Context(PROBLEM, TRITON, parents=(parent(strict, True),), budget=6))
+    assert after and all(d.precision != "bf16" for d in after)
