@@ -211,9 +211,10 @@ def _tf32_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]
 
 def _bf16_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]]:
     """Under a policy that admits bf16 (loose), a GEMM's tf32 seed with bf16 operands (fp32
-    accumulation; K steps of 64) before any random mutation: what the tolerance admits
-    beyond TF32, where PyTorch's TF32 is the peer of record (H200, level 1 under loose: our
-    tf32 GEMMs at 0.48-0.96x of TF32 cuBLAS). Where bf16 fails the policy the draft is
+    accumulation; the seed's tiles, whose fp32 operand tiles fit in shared memory) before any
+    random mutation: what the tolerance admits beyond TF32, where PyTorch's TF32 is the
+    peer of record (H200, level 1 under loose: our tf32 GEMMs at 0.48-0.96x of TF32
+    cuBLAS). Where bf16 fails the policy the draft is
     INCORRECT and the seed stays the best."""
     if not isinstance(seed, TritonGenome) or seed.precision != "tf32":
         return []
@@ -221,9 +222,7 @@ def _bf16_step(plan: Plan, seed: Genome, policy: str) -> list[tuple[Genome, str]
         return []
     if not any(_has_dot(st) for st in plan.stages):
         return []
-    return [
-        (gen.repair(dataclasses.replace(seed, precision="bf16", block_k=64), policy), BF16_NOTE)
-    ]
+    return [(gen.repair(dataclasses.replace(seed, precision="bf16"), policy), BF16_NOTE)]
 
 
 BF16_NOTE = (

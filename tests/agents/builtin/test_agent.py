@@ -315,8 +315,8 @@ def test_once_the_loose_seed_of_a_gemm_verifies_bf16_operands_are_tried_next():
     (seed,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
     assert seed.precision == "tf32"
     (bf16,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(seed, True),)))
-    want = gen.repair(dataclasses.replace(seed.genome, precision="bf16", block_k=64), "loose")
-    assert bf16.genome == want and bf16.precision == "bf16" and bf16.parents == (seed.id,)
+    assert bf16.genome == dataclasses.replace(seed.genome, precision="bf16")  # same tiles
+    assert bf16.precision == "bf16" and bf16.parents == (seed.id,)
     assert "bf16 operands" in bf16.note
     (strict,) = agent.propose(Context(PROBLEM, TRITON))
     after = agent.propose(Context(PROBLEM, TRITON, parents=(parent(strict, True),), budget=6))
