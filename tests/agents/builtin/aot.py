@@ -27,7 +27,7 @@ CONSTEXPRS = {
     "BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8, "SPLIT_K": 1, "BLOCK": 1024,
     "BLOCK_R": 64, "BLOCK_C": 32, "BF16_IN_FP32": False, "EVEN_K": True, "TMA": True,
     "POOL_W": 8, "PROMOTE": 4, "DIM": 0, "BF16": False, "LOWP_IN_FP32": False, "PARTS": 4,
-    "RPP": 32, "WIDE": False, "PLANE": 262144,
+    "RPP": 32, "WIDE": False, "PLANE": 262144, "ONE": False,
 }  # fmt: skip
 LOW = {"float16": "fp16", "bfloat16": "bf16"}
 
