@@ -101,3 +101,6 @@ def test_the_one_walk_compiles_for_sm90(tmp_path, fn, dim, shape):
     path.write_text(problem_source(f"return torch.{fn}(x, dim={dim})", f"[torch.randn{shape}]"))
     report = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME)
     assert ": ok" in report and "error" not in report.lower(), report
+    if shape[1] <= 64 and dim == 1:  # the column pass's held tile (ONE), compiled too
+        held = compile_for_h100(load_problem(path), "strict", tmp_path, GENOME, sets=("ONE=True",))
+        assert "_cols: ok" in held and "FAILED" not in held, held

@@ -20,7 +20,11 @@ from tests.conftest import PROBLEMS, ROOT
 LEVEL2, _ = find_problems(PROBLEMS / "level2")
 
 
-def compile_for_h100(problem, policy: str, tmp_path: Path, genome=None, dtype: str = "") -> str:
+def compile_for_h100(
+    problem, policy: str, tmp_path: Path, genome=None, dtype: str = "", sets: tuple[str, ...] = ()
+) -> str:
+    """Each kernel of the problem's draft compiled for sm90 (tests/agents/builtin/aot.py);
+    `sets`: NAME=VALUE constexprs in place of aot.CONSTEXPRS' (e.g. ONE=True)."""
     agent, platform = BuiltinAgent(), get_platform("cuda-triton")
     if genome is None:
         (draft,) = agent.propose(Context(problem, platform, policy))
@@ -32,7 +36,7 @@ def compile_for_h100(problem, policy: str, tmp_path: Path, genome=None, dtype: s
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
     out = subprocess.run(
         [sys.executable, "-m", "tests.agents.builtin.aot", str(path), "--arch", "90",
-         *(["--dtype", dtype] if dtype else [])],
+         *(["--dtype", dtype] if dtype else []), *(a for v in sets for a in ("--set", v))],
         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr[-3000:]
