@@ -200,3 +200,15 @@ def drafted(tmp_path: Path, forward: str, inputs: str, genome: Any) -> tuple[Any
     draft = BuiltinAgent().synthesize(problem, get_platform("cpu-triton"), genome, "test")
     assert not hasattr(draft, "message"), draft
     return problem, draft
+
+
+def assert_draft_verifies(verify: Any, problem: Problem, platform: str, genome: Any) -> None:
+    """The builtin agent's draft of `problem` for `platform` under `genome` is made (not
+    refused) and verifies against the reference (`verify`: the conftest fixture)."""
+    from kforge_search.agents.builtin import BuiltinAgent
+    from kforge_search.platforms import get_platform
+
+    draft = BuiltinAgent().synthesize(problem, get_platform(platform), genome, "test")
+    assert not hasattr(draft, "message"), draft
+    result = verify(draft.source, problem)
+    assert result.ok, result.message

@@ -15,6 +15,7 @@ from kforge_search.agents.builtin.agent import analyze
 from kforge_search.agents.builtin.ir import Unsupported
 from kforge_search.platforms import get_platform
 from kforge_search.problem import load_problem
+from tests.agents.builtin.harness import assert_draft_verifies
 from tests.agents.builtin.test_families_gpu import FAMILIES, problem_source
 from tests.conftest import ROOT
 
@@ -95,19 +96,12 @@ def test_family_verifies_on_the_interpreter(verify, tmp_path, case):
     small = INTERPRETER_INPUTS.get(name, inputs), INTERPRETER_INIT.get(name, init)
     problem = _problem(tmp_path, (name, forward, *small))
     genome = TritonGenome(block_m=16, block_n=64, pass_block=64)  # several chunks per row
-    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), genome, "test")
-    assert not hasattr(draft, "message"), draft
-    result = verify(draft.source, problem)
-    assert result.ok, result.message
+    assert_draft_verifies(verify, problem, "cpu-triton", genome)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_family_verifies_on_cpu_cpp(verify, tmp_path, case):
-    problem = _problem(tmp_path, case)
-    draft = AGENT.synthesize(problem, get_platform("cpu-cpp"), CppGenome(), "test")
-    assert not hasattr(draft, "message"), draft
-    result = verify(draft.source, problem)
-    assert result.ok, result.message
+    assert_draft_verifies(verify, _problem(tmp_path, case), "cpu-cpp", CppGenome())
 
 
 @pytest.mark.skipif(not KERNELBENCH.is_dir(), reason="../shared/kernelbench is not here")
@@ -127,10 +121,7 @@ def test_kernelbench_level1_converts():
 def test_kernelbench_group_norm_verifies_at_ci_sizes(verify, platform):
     problem = load_problem(KERNELBENCH / "35_GroupNorm_.py").resized("ci")
     genome = TritonGenome() if platform == "cpu-triton" else CppGenome()
-    draft = AGENT.synthesize(problem, get_platform(platform), genome, "test")
-    assert not hasattr(draft, "message"), draft
-    result = verify(draft.source, problem)
-    assert result.ok, result.message
+    assert_draft_verifies(verify, problem, platform, genome)
 
 
 @pytest.mark.skipif(

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_search.agents.builtin import BuiltinAgent, CppGenome, TritonGenome
-from kforge_search.platforms import get_platform
+from kforge_search.agents.builtin import CppGenome, TritonGenome
 from kforge_search.problem import load_problem
+from tests.agents.builtin.harness import assert_draft_verifies
 from tests.agents.builtin.test_families_gpu import problem_source
 
-AGENT = BuiltinAgent()
 # (name, forward, inputs with {r} for the generator): each input a view that is not contiguous
 CASES = [
     ("argmax_permuted", "return torch.argmax(x, dim=1)", "[torch.{r}(5, 37, 29).permute(0, 2, 1)]"),
@@ -45,18 +44,10 @@ def _problem(tmp_path, case, gen):
 @pytest.mark.parametrize("gen", ["rand", "randn"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_view_verifies_on_the_interpreter(verify, tmp_path, case, gen):
-    problem = _problem(tmp_path, case, gen)
     genome = TritonGenome(block_m=16, block_n=64, pass_block=64)  # several chunks per row
-    draft = AGENT.synthesize(problem, get_platform("cpu-triton"), genome, "test")
-    assert not hasattr(draft, "message"), draft
-    result = verify(draft.source, problem)
-    assert result.ok, result.message
+    assert_draft_verifies(verify, _problem(tmp_path, case, gen), "cpu-triton", genome)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_a_view_verifies_on_cpu_cpp(verify, tmp_path, case):
-    problem = _problem(tmp_path, case, "randn")
-    draft = AGENT.synthesize(problem, get_platform("cpu-cpp"), CppGenome(), "test")
-    assert not hasattr(draft, "message"), draft
-    result = verify(draft.source, problem)
-    assert result.ok, result.message
+    assert_draft_verifies(verify, _problem(tmp_path, case, "randn"), "cpu-cpp", CppGenome())
