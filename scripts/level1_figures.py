@@ -16,6 +16,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from kforge_search.search.suite_bench import PARITY
+
 
 def geomean(values: list[float]) -> float | None:
     return math.exp(sum(map(math.log, values)) / len(values)) if values else None
@@ -37,7 +39,7 @@ def main(path: str) -> None:
         f"verified {len(verified)}; geomean over peer {x(geomean(over_peer))} ({len(over_peer)} "
         f"with a peer); all {len(rows)} (others 1.0x) {x(geomean(every))}; over fp32 "
         f"{x(geomean(over_fp32))}; fast_1 {sum(s > 1 for s in over_peer)} "
-        f"({sum(1 < s <= 1.01 for s in over_peer)} of them by 1% or less); fast_1.5 "
+        f"({sum(1 < s <= 1 + PARITY for s in over_peer)} of them by 1% or less); fast_1.5 "
         f"{sum(s > 1.5 for s in over_peer)}; median roofline "
         f"{100 * statistics.median(roofs) if roofs else 0:.0f}%; "
         f"bent {sum(bool(r.get('bent')) for r in verified)}"
