@@ -110,11 +110,9 @@ def unseen_checked(
         try:
             with peers.precision(precision):
                 model = build_model(module.Model, module, job)
-                run = (
-                    compiled(model, channel, job.device, dynamic=False)
-                    if mode == "compile"
-                    else model
-                )
+                run = peers.runnable(model, precision, job.device)
+                if mode == "compile":
+                    run = compiled(run, channel, job.device, dynamic=False)
                 checks, _ = checked(job, module, model, run, reference, channel, unseen=True)
         except Exception as exc:
             failed(channel, kind, exc, "at the unseen sizes: ")
@@ -206,7 +204,8 @@ def prepare_baseline(
     model = build_model(module.Model, module, job)
     # each kind its own model and its own compile: Dynamo's guards on the global state
     # (the matmul precision) keep the compiled code of one kind from serving another
-    fn = compiled(model, channel, job.device) if mode == "compile" else model
+    run = peers.runnable(model, precision, job.device)
+    fn = compiled(run, channel, job.device) if mode == "compile" else run
     if reference is not None and kind != "eager":
         checks, note = checked(job, module, model, fn, reference, channel, precision != peers.FP32)
         if published is not None:

@@ -1,9 +1,11 @@
 """The peers a candidate's speedup is measured against (docs/evaluator.md, "Peers").
 
-A peer is a baseline kind: a mode (`eager`, `compile`) and a precision, `fp32` or the
-platform's reduced one: `tf32` on CUDA (TF32 matmuls and convolutions, float32 matmul
-precision "high") and `bf16` on CPU (float32 matmul precision "medium": oneDNN may compute
-float32 matmuls in bfloat16). Kinds are named "eager", "compile", "eager-tf32", ...
+A peer is a baseline kind: a mode (`eager`, `compile`) and a precision, `fp32` or one of the
+platform's reduced ones: on CUDA `tf32` (TF32 matmuls and convolutions, float32 matmul
+precision "high") and `autocast` (the forward under `torch.autocast` to bfloat16, its
+outputs cast back to float32: what a user with a loose tolerance writes next), on CPU `bf16`
+(float32 matmul precision "medium": oneDNN may compute float32 matmuls in bfloat16). Kinds
+are named "eager", "compile", "eager-tf32", "compile-autocast", ...
 
 Every kind but fp32 eager (the reference itself) is verified in the baseline child on the
 verification trials' inputs against the reference, with verify.compare_outputs, under each
@@ -27,7 +29,9 @@ from kforge_search.evaluator.result import Baseline, PeerCheck
 
 MODES = ("eager", "compile")
 FP32 = "fp32"
-REDUCED = {"cuda": "tf32", "cpu": "bf16"}  # by torch device type
+AUTOCAST = "autocast"
+REDUCED = {"cuda": ("tf32", AUTOCAST), "cpu": ("bf16",)}  # by torch device type
+_ALL_REDUCED = tuple(dict.fromkeys(p for ps in REDUCED.values() for p in ps))
 # in the baseline cache key: entries timed before kinds were checked (1: before they were
 # checked at the unseen sizes too) are not reused
 VERSION = 2
@@ -45,24 +49,25 @@ def kind_name(mode: str, precision: str = FP32) -> str:
 def split_kind(kind: str) -> tuple[str, str]:
     """("compile", "tf32") from "compile-tf32"; ("eager", "fp32") from "eager"."""
     mode, _, precision = kind.partition("-")
-    if mode not in MODES or precision not in ("", *REDUCED.values()):
+    if mode not in MODES or precision not in ("", *_ALL_REDUCED):
         raise ValueError(
             f"unknown baseline kind {kind!r}: use {', '.join(MODES)}, optionally with "
-            f"-{' or -'.join(sorted(set(REDUCED.values())))}"
+            f"-{' or -'.join(sorted(_ALL_REDUCED))}"
         )
     return mode, precision or FP32
 
 
 def kinds_for(modes: Sequence[str], device: str, reduced: bool) -> tuple[str, ...]:
     """The kinds to time for these fp32 modes on a device ("cuda", "cpu"): the modes, then
-    each again at the device's reduced precision when asked (and it has one)."""
-    precision = REDUCED.get(device.split(":")[0]) if reduced else None
-    return (*modes, *(kind_name(m, precision) for m in modes if precision))
+    each again at each of the device's reduced precisions when asked."""
+    precisions = REDUCED.get(device.split(":")[0], ()) if reduced else ()
+    return (*modes, *(kind_name(m, p) for p in precisions for m in modes))
 
 
 @contextlib.contextmanager
 def precision(name: str) -> Iterator[None]:
-    """torch's float32 matmul and convolution settings for a precision, restored after."""
+    """torch's float32 matmul and convolution settings for a precision, restored after
+    (`autocast`: fp32's; the kind's model is `runnable`'s)."""
     import torch
 
     matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
@@ -73,8 +78,8 @@ def precision(name: str) -> Iterator[None]:
             torch.set_float32_matmul_precision("high")
         elif name == "bf16":
             torch.set_float32_matmul_precision("medium")
-        elif name != FP32:
-            raise ValueError(f"unknown precision {name!r}: use fp32, tf32 or bf16")
+        elif name not in (FP32, AUTOCAST):
+            raise ValueError(f"unknown precision {name!r}: use fp32, tf32, bf16 or autocast")
         yield
     finally:
         torch.set_float32_matmul_precision(saved[2])
@@ -82,6 +87,36 @@ def precision(name: str) -> Iterator[None]:
 
 
 # -- the baseline child's side ----------------------------------------------------------
+
+
+def runnable(model: Any, precision_name: str, device: str) -> Any:
+    """What a kind at `precision_name` runs (and compiles) of `model`: the model itself, or
+    for `autocast` a module that runs its forward under `torch.autocast(bfloat16)` and casts
+    the bfloat16 outputs that autocast made back to float32 (none where the call's inputs
+    or the model's tensors are bfloat16 themselves: those are the problem's own)."""
+    if precision_name != AUTOCAST:
+        return model
+    import torch
+
+    own = any(t.dtype == torch.bfloat16 for t in (*model.parameters(), *model.buffers()))
+
+    class Autocast(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = model
+
+        def forward(self, *args: Any) -> Any:
+            with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16):
+                out = self.inner(*args)
+            if own or any(isinstance(a, torch.Tensor) and a.dtype == torch.bfloat16
+                          for a in args):  # fmt: skip
+                return out
+            if isinstance(out, torch.Tensor):
+                return out.float() if out.dtype == torch.bfloat16 else out
+            return type(out)(o.float() if isinstance(o, torch.Tensor)
+                             and o.dtype == torch.bfloat16 else o for o in out)  # fmt: skip
+
+    return Autocast()
 
 
 def same_outputs(expected: Sequence[Sequence[Any]], actual: Sequence[Sequence[Any]]) -> bool:

@@ -25,6 +25,7 @@ from kforge_search.evaluator.peers import (
     precision,
     refusal,
     refusals,
+    runnable,
     split_kind,
 )
 from kforge_search.evaluator.report import format_report
@@ -51,14 +52,45 @@ BASELINES = (
 
 def test_kinds_are_modes_at_each_precision():
     assert kinds_for(("eager", "compile"), "cuda", True) == (
-        "eager", "compile", "eager-tf32", "compile-tf32",
+        "eager", "compile", "eager-tf32", "compile-tf32", "eager-autocast", "compile-autocast",
     )  # fmt: skip
     assert kinds_for(("eager",), "cpu", True) == ("eager", "eager-bf16")
     assert kinds_for(("eager", "compile"), "cuda", False) == ("eager", "compile")
     assert split_kind("compile-tf32") == ("compile", "tf32")
     assert split_kind("eager") == ("eager", "fp32")
+    assert split_kind("compile-autocast") == ("compile", "autocast")
     with pytest.raises(ValueError, match="unknown baseline kind"):
         split_kind("eager-fp8")
+
+
+def test_an_autocast_kind_runs_the_forward_in_bfloat16_and_gives_float32_back():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU())
+    x = torch.randn(8, 64)
+    with precision("autocast"):
+        out = runnable(model, "autocast", "cpu")(x)
+    exact = model(x)
+    assert out.dtype == torch.float32 and out.shape == exact.shape
+    assert not torch.equal(out, exact)  # the matmul ran in bfloat16
+    torch.testing.assert_close(out, exact, rtol=2e-2, atol=2e-2)
+    assert runnable(model, "tf32", "cpu") is model and runnable(model, "fp32", "cpu") is model
+    own = torch.nn.Linear(64, 32).to(torch.bfloat16)  # a problem in bfloat16: its dtype stays
+    assert runnable(own, "autocast", "cpu")(x.to(torch.bfloat16)).dtype == torch.bfloat16
+    pair = runnable(pair_module(), "autocast", "cpu")(x)
+    assert isinstance(pair, tuple) and [t.dtype for t in pair] == [torch.float32, torch.int64]
+
+
+def pair_module() -> torch.nn.Module:
+    class Pair(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(64, 32)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = self.linear(x)
+            return y, y.argmax(dim=1)
+
+    return Pair()
 
 
 def test_the_fastest_admissible_kind_is_the_peer_and_the_fp32_figure_stays():
@@ -267,7 +299,7 @@ def test_on_the_cpu_a_bf16_kind_that_fails_strict_at_the_unseen_sizes_is_not_its
 
 
 @pytest.mark.gpu
-def test_on_cuda_a_gemm_gets_a_tf32_peer_under_loose_and_not_under_strict():
+def test_on_cuda_a_gemm_gets_a_reduced_peer_under_loose_and_not_under_strict():
     problem = resolve_problem("level2/01_gemm_bias_relu")  # 1024 x 8192 x 8192
     platform = get_platform("cuda-triton")
     evaluator = Evaluator(EvalConfig(spare_child=False))
@@ -276,10 +308,12 @@ def test_on_cuda_a_gemm_gets_a_tf32_peer_under_loose_and_not_under_strict():
     finally:
         evaluator.close()
     kinds = {b.kind: b for b in found}
-    assert set(kinds) == {"eager", "compile", "eager-tf32", "compile-tf32"}
-    tf32 = kinds["eager-tf32"]
-    assert tf32.ok and tf32.check("loose").passed, tf32
-    assert not tf32.check("strict").passed  # TF32's 10-bit mantissa: over 1e-4 at K = 8192
-    assert peer_of_record(found, "loose").kind.endswith("-tf32")
-    assert not peer_of_record(found, "strict").kind.endswith("-tf32")
+    reduced = ("eager-tf32", "compile-tf32", "eager-autocast", "compile-autocast")
+    assert set(kinds) == {"eager", "compile", *reduced}
+    for kind in ("eager-tf32", "eager-autocast"):
+        assert kinds[kind].ok and kinds[kind].check("loose").passed, kinds[kind]
+        # TF32's 10-bit mantissa and bfloat16's 7: over 1e-4 at K = 8192
+        assert not kinds[kind].check("strict").passed
+    assert peer_of_record(found, "loose").kind in reduced
+    assert peer_of_record(found, "strict").kind in ("eager", "compile")
     assert fastest_fp32(found).kind in ("eager", "compile")
