@@ -149,3 +149,41 @@ def test_family_seed_verifies_on_gpu(evaluator, tmp_path: Path, name, forward, i
     result = evaluator.evaluate(candidate, problem, platform)
     assert result.status is Status.OK, result.message
     assert result.timing.meaningful
+
+
+# (name, forward, inputs, init): GEMMs whose bf16 drafts cast A (and an input B) once per call
+BF16_GEMMS = [
+    ("linear", "return torch.relu(self.fc(x))", "[torch.randn(257, 1024)]",
+     "self.fc = nn.Linear(1024, 515)"),
+    ("inputs_kn", "return torch.matmul(x, y)", "[torch.randn(259, 512), torch.randn(512, 387)]",
+     ""),
+    ("batched", "return torch.bmm(x, y)", "[torch.randn(3, 129, 256), torch.randn(3, 256, 67)]",
+     ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "forward", "inputs", "init"), BF16_GEMMS,
+                         ids=[g[0] for g in BF16_GEMMS])  # fmt: skip
+def test_a_bf16_gemm_reads_both_operands_in_bf16_and_verifies_loose(
+    tmp_path: Path, name, forward, inputs, init
+):
+    import dataclasses
+
+    from kforge_search.agents.builtin.agent import seed_genome
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(problem_source(forward, inputs, init))
+    problem = load_problem(path)
+    platform = get_platform("cuda-triton")
+    agent = BuiltinAgent()
+    seed = seed_genome(agent.plan(problem), platform, "loose")
+    draft = agent.synthesize(problem, platform, dataclasses.replace(seed, precision="bf16"), "t")
+    assert "a0 = a0.to(torch.bfloat16) if a0.is_cuda else a0" in draft.source
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(draft.source)
+    loose = Evaluator(EvalConfig(policy="loose", baselines=("eager",)))
+    try:
+        result = loose.evaluate(candidate, problem, platform)
+    finally:
+        loose.close()
+    assert result.status is Status.OK, result.message
