@@ -310,10 +310,14 @@ def test_on_cuda_a_gemm_gets_a_reduced_peer_under_loose_and_not_under_strict():
     kinds = {b.kind: b for b in found}
     reduced = ("eager-tf32", "compile-tf32", "eager-autocast", "compile-autocast")
     assert set(kinds) == {"eager", "compile", *reduced}
-    for kind in ("eager-tf32", "eager-autocast"):
-        assert kinds[kind].ok and kinds[kind].check("loose").passed, kinds[kind]
-        # TF32's 10-bit mantissa and bfloat16's 7: over 1e-4 at K = 8192
-        assert not kinds[kind].check("strict").passed
+    tf32 = kinds["eager-tf32"]
+    assert tf32.ok and tf32.check("loose").passed, tf32
+    assert not tf32.check("strict").passed  # TF32's 10-bit mantissa: over 1e-4 at K = 8192
+    # bfloat16's 7 bits: checked under every policy (on the H200 it failed loose too, on the
+    # second distribution's trials), never unchecked
+    autocast = kinds["eager-autocast"]
+    assert {c.policy for c in autocast.checks} == {"strict", "loose"}, autocast
+    assert not autocast.check("strict").passed
     assert peer_of_record(found, "loose").kind in reduced
     assert peer_of_record(found, "strict").kind in ("eager", "compile")
     assert fastest_fp32(found).kind in ("eager", "compile")

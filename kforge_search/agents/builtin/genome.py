@@ -89,11 +89,9 @@ class TritonGenome:
 
     @property
     def smem_bytes(self) -> int:
-        if self.precision == "bf16":  # A is read as fp32 and cast in registers, and so is
-            # B unless it is a weight with a bf16 copy (render_triton._b_operand): counted as
-            # fp32, an over-count (Triton's sm90 compile of 1_Square's bf16 kernel, 3 stages:
-            # 128 x 256 x 32 took 115 KB, 128 x 256 x 64 229 KB; 2 bytes each counted 74 / 147)
-            per_k = (self.block_m + self.block_n) * 4
+        if self.precision == "bf16":  # both operands come in bf16 (render_triton: the
+            # weight cast once, A and an input B per call)
+            per_k = (self.block_m + self.block_n) * 2
         elif self.precision == "bf16x3":  # fp32 A, B as bf16 hi + lo (or fp32, split here)
             per_k = self.block_m * 4 + self.block_n * 4
         elif self.precision == "tf32x3" and self.x3 == "presplit":  # fp32 B hi + lo

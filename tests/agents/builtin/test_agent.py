@@ -315,7 +315,10 @@ def test_once_the_loose_seed_of_a_gemm_verifies_bf16_operands_are_tried_next():
     (seed,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
     assert seed.precision == "tf32"
     (bf16,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(seed, True),)))
-    assert bf16.genome == dataclasses.replace(seed.genome, precision="bf16")  # same tiles
+    # the same M and N tiles, K steps of 64 (bf16 tiles take half the shared memory)
+    step = max(seed.genome.block_k, 64)
+    assert bf16.genome == dataclasses.replace(seed.genome, precision="bf16", block_k=step)
+    assert bf16.genome.smem_bytes <= gen.SMEM_BYTES
     assert bf16.precision == "bf16" and bf16.parents == (seed.id,)
     assert "bf16 operands" in bf16.note
     (strict,) = agent.propose(Context(PROBLEM, TRITON))
