@@ -81,6 +81,16 @@ def _has_dot(stage: object) -> bool:
     return gemm is not None and not gemm.anchor and gemm.window is None
 
 
+def _b_k_major(plan: Plan) -> bool:
+    """Whether every dot's B reaches a tf32 kernel K-major without a copy per call: stored
+    [N, K], or a weight (its K-major copy is made once: render_triton._b_operand)."""
+    return all(
+        st.gemm.b_layout == "nk" or (st.gemm.b.startswith("self.") and not st.gemm.batched)
+        for st in plan.stages
+        if _has_dot(st)
+    )
+
+
 # tf32 tiles: loose's seed, and strict's where PyTorch's TF32 passed it (_tf32_step)
 TF32_TILE = dict(block_m=128, block_n=256, block_k=32, num_stages=3)
 
@@ -138,9 +148,12 @@ def seed_genome(plan: Plan, platform: Platform, policy: str) -> Genome:
         base = dataclasses.replace(
             base, split_k=min(16, 1 << max(0, (2 * 132 // tiles).bit_length() - 1))
         )
-        if base.precision == "tf32" and "bf16x3" in gen.admissible_precisions(policy):
+        if (base.precision == "tf32" and "bf16x3" in gen.admissible_precisions(policy)
+                and not _b_k_major(plan)):  # fmt: skip
             # (H200, 6_large_K under loose, 64 x 64 x 64 tiles in 8 slices: tf32 dots 3.80
-            # ms, bf16x3 1.26; tf32 2048 x 2048 tiles of 1_Square ran faster than bf16x3)
+            # ms, bf16x3 1.26; tf32 2048 x 2048 tiles of 1_Square ran faster than bf16x3).
+            # A weight's B is K-major once (cached): there tf32 stays (H200, level2/23 at
+            # 512 x 4096 x 4096 under loose: bf16x3 0.212 ms, compile's tf32 0.068)
             base = dataclasses.replace(base, precision="bf16x3")
     if depth <= 32 and not plan.graph.low_precision:
         # K in one step: each output element is a short sum and the output's store the work;

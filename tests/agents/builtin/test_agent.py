@@ -265,6 +265,12 @@ def test_a_gemm_of_few_tiles_over_a_long_k_gets_small_tiles_and_k_slices(tmp_pat
     tiles = (128 // seed.block_m) * (128 // seed.block_n)
     assert (seed.block_m, seed.block_n) == (64, 64) and seed.split_k == 16
     assert tiles * seed.split_k == 64  # 4 tiles: every slice a program, at most 16 slices
+    # under loose: bf16x3 where B, an input stored [K, N], would need a K-major copy for tf32
+    # each call; tf32 where B is a weight (made K-major once)
+    assert seed_genome(plan, get_platform("cuda-triton"), "loose").precision == "bf16x3"
+    weight = _plan_of(tmp_path, "return self.fc(x)", "[torch.rand(128, 8192)]",
+                      "self.fc = nn.Linear(8192, 128)")  # fmt: skip
+    assert seed_genome(weight, get_platform("cuda-triton"), "loose").precision == "tf32"
 
 
 def test_a_row_pass_without_a_gemm_tries_steps_of_4096_second(tmp_path):
