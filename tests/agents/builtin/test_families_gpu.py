@@ -8,7 +8,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import torch
 
 from kforge_search.agents.base import Context
 from kforge_search.agents.builtin import BuiltinAgent
@@ -153,15 +152,42 @@ def test_family_seed_verifies_on_gpu(evaluator, tmp_path: Path, name, forward, i
 
 
 # (name, forward, inputs, init, product): GEMMs whose bf16 drafts cast A (and an input B) once
-# per call; `product` is the GEMM in PyTorch from the same (bf16-rounded) operands
+# per call; `product`: the GEMM in PyTorch (m: the model, then the inputs)
 BF16_GEMMS = [
     ("linear", "return self.fc(x)", "[torch.randn(257, 1024)]",
-     "self.fc = nn.Linear(1024, 515)", lambda m, x: x @ m.fc.weight.T + m.fc.bias),
+     "self.fc = nn.Linear(1024, 515)", "x @ m.fc.weight.T + m.fc.bias"),
     ("inputs_kn", "return torch.matmul(x, y)", "[torch.randn(259, 512), torch.randn(512, 387)]",
-     "", torch.matmul),
+     "", "x @ y"),
     ("batched", "return torch.bmm(x, y)", "[torch.randn(3, 129, 256), torch.randn(3, 256, 67)]",
-     "", torch.bmm),
+     "", "torch.bmm(x, y)"),
 ]  # fmt: skip
+
+# run in a fresh process: Triton kernels of this (test) process are the interpreter's
+BF16_CHECK = """
+import importlib.util, sys
+import torch
+candidate, problem, product = sys.argv[1:4]
+spec = importlib.util.spec_from_file_location("kf_bf16", candidate)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+namespace = {}
+exec(open(problem).read(), namespace)
+torch.manual_seed(0)
+m = module.ModelNew().cuda()
+args = [t.cuda() for t in namespace["get_inputs"]()]
+torch.backends.cuda.matmul.allow_tf32 = False
+with torch.no_grad():
+    got = m(*args)
+    full = eval(product, {"torch": torch, "m": m, "x": args[0], "y": args[-1]})
+    if hasattr(m, "fc"):
+        m.fc.weight.copy_(m.fc.weight.to(torch.bfloat16).float())
+    rounded = [t.to(torch.bfloat16).float() for t in args]
+    exact = eval(product, {"torch": torch, "m": m, "x": rounded[0], "y": rounded[-1]})
+assert got.dtype == torch.float32 and got.shape == exact.shape, (got.dtype, got.shape)
+torch.testing.assert_close(got, exact, rtol=1e-4, atol=1e-4)
+assert (got - full).abs().max() > 1e-3, "the fp32 product"
+print("ok")
+"""
 
 
 @pytest.mark.parametrize(("name", "forward", "inputs", "init", "product"), BF16_GEMMS,
@@ -174,7 +200,9 @@ def test_a_bf16_gemm_multiplies_bf16_operands_exactly_on_the_device(
     operands in fp32, to accumulation order; not the fp32 product. (bf16 itself fails the
     evaluator's loose trials on plain GEMMs: test_triton's second distribution.)"""
     import dataclasses
-    import importlib.util
+    import os
+    import subprocess
+    import sys
 
     from kforge_search.agents.builtin.agent import seed_genome
 
@@ -186,27 +214,9 @@ def test_a_bf16_gemm_multiplies_bf16_operands_exactly_on_the_device(
     seed = seed_genome(agent.plan(problem), platform, "loose")
     draft = agent.synthesize(problem, platform, dataclasses.replace(seed, precision="bf16"), "t")
     assert "a0 = a0.to(torch.bfloat16) if a0.is_cuda else a0" in draft.source
-    namespace: dict = {}
-    exec(path.read_text(), namespace)
-    torch.manual_seed(0)
     candidate = tmp_path / "candidate.py"
     candidate.write_text(draft.source)
-    spec = importlib.util.spec_from_file_location(f"kf_bf16_{name}", candidate)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # compiled for the device, not the interpreter
-    model = module.ModelNew().cuda()
-    args = [t.cuda() for t in namespace["get_inputs"]()]
-    rounded = [t.to(torch.bfloat16).float() for t in args]
-    torch.backends.cuda.matmul.allow_tf32 = False
-    with torch.no_grad():
-        got = model(*args)
-        if name == "linear":
-            weight = model.fc.weight.to(torch.bfloat16).float()
-            exact = rounded[0] @ weight.T + model.fc.bias
-        else:
-            exact = product(*rounded)
-        full = product(model, *args) if name == "linear" else product(*args)
-    assert got.dtype == torch.float32 and got.shape == exact.shape
-    torch.testing.assert_close(got, exact, rtol=1e-4, atol=1e-4)
-    assert (got - full).abs().max() > 1e-3  # the fp32 product is not what it computed
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    out = subprocess.run([sys.executable, "-c", BF16_CHECK, str(candidate), str(path), product],
+                         capture_output=True, text=True, env=env, timeout=300)  # fmt: skip
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stdout + out.stderr[-3000:]
