@@ -192,15 +192,16 @@ def test_a_parent_that_fails_the_unseen_sizes_is_never_mutated():
 def test_once_the_strict_seed_verifies_the_three_dot_schemes_are_tried_next():
     agent = BuiltinAgent()
     (seed,) = agent.propose(Context(PROBLEM, TRITON))
-    (hand,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, True),)))
-    assert hand.genome.x3 == "presplit" and hand.genome.block_k <= 32
-    assert dataclasses.replace(hand.genome, x3="triton", block_k=seed.genome.block_k) == seed.genome
-    assert "_kf_pair" in hand.source and hand.parents == (seed.id,)
-    tried = (parent(seed, True), parent(hand, True, 0.5))
-    (bf16x3,) = agent.propose(Context(PROBLEM, TRITON, parents=tried))
+    (bf16x3,) = agent.propose(Context(PROBLEM, TRITON, parents=(parent(seed, True),)))
     assert bf16x3.genome == dataclasses.replace(seed.genome, precision="bf16x3")  # 64-row tiles
     assert bf16x3.precision == "bf16x3" and "_kf_pair" in bf16x3.source
-    (after,) = agent.propose(Context(PROBLEM, TRITON, parents=(*tried, parent(bf16x3, True, 0.4))))
+    assert bf16x3.parents == (seed.id,)
+    tried = (parent(seed, True), parent(bf16x3, True, 0.5))
+    (hand,) = agent.propose(Context(PROBLEM, TRITON, parents=tried))
+    assert hand.genome.x3 == "presplit" and hand.genome.block_k <= 32
+    assert dataclasses.replace(hand.genome, x3="triton", block_k=seed.genome.block_k) == seed.genome
+    assert "_kf_pair" in hand.source
+    (after,) = agent.propose(Context(PROBLEM, TRITON, parents=(*tried, parent(hand, True, 0.4))))
     assert "mutant" in after.note or "crossover" in after.note
     (loose,) = agent.propose(Context(PROBLEM, TRITON, "loose"))
     (mutant,) = agent.propose(Context(PROBLEM, TRITON, "loose", parents=(parent(loose, True),)))
