@@ -89,6 +89,28 @@ def _one_row(row: Any, log: Console) -> None:
     log.print(f"{row.problem}: {row.status}{best}{speedup}{why}", highlight=False, soft_wrap=True)
 
 
+def progress_line(name: str, parent: Any) -> str:
+    """One evaluated draft's line in a bench's log: its status, time, slowest phases and note,
+    and why it does not count where it failed or where it verified but is not kept (it
+    fails the unseen sizes: suite_bench.best_parent)."""
+    from rich.markup import escape
+
+    res = parent.result
+    ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
+    slowest = sorted(res.phases, key=lambda p: -p[1])[:4]
+    where = ", ".join(f"{n} {s:.1f}" for n, s in slowest if s >= 0.05)
+    where = f": {where}" if where else ""
+    # a failed draft's why, on the line: a log of a cut-short run is all that is left
+    why = "" if res.ok or not res.message else f" — {escape(res.message.splitlines()[0][:160])}"
+    if res.ok and res.generalizes == "no":
+        unseen = next((w for w in res.warnings if w.startswith("at the unseen sizes")), "")
+        why = f" — not kept: {escape(unseen[:200] or 'it fails the unseen sizes')}"
+    return (
+        f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s{where})"
+        f" [dim]{escape(parent.draft.note[:90])}[/]{why}"
+    )
+
+
 def _bench_problem(
     problem: Any,
     evaluator: Any,
@@ -103,25 +125,12 @@ def _bench_problem(
 ) -> tuple[Any, list[Any]]:
     """One problem's search and its bench row (and the parents it evaluated); progress to
     `log`."""
-    from rich.markup import escape
 
     from kforge_search.agents.builtin.ir import Unsupported
     from kforge_search.search.suite_bench import bench_row, search_problem
 
     def show(parent: Any, name: str = problem.name) -> None:
-        res = parent.result
-        ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
-        slowest = sorted(res.phases, key=lambda p: -p[1])[:4]
-        where = ", ".join(f"{n} {s:.1f}" for n, s in slowest if s >= 0.05)
-        where = f": {where}" if where else ""
-        # a failed draft's why, on the line: a log of a cut-short run is all that is left
-        why = "" if res.ok or not res.message else f" — {escape(res.message.splitlines()[0][:160])}"
-        log.print(
-            f"  {name}: {res.status.value} {ms} ({res.duration_s:.0f} s{where})"
-            f" [dim]{escape(parent.draft.note[:90])}[/]{why}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        log.print(progress_line(name, parent), highlight=False, soft_wrap=True)
 
     def show_screen(ranked: list[Any], name: str = problem.name) -> None:
         ran = [s.p50_ms for s in ranked if s.p50_ms is not None]

@@ -83,6 +83,19 @@ def test_the_best_parent_is_the_fastest_that_verified_and_generalizes():
     assert best is parents[3]
 
 
+def test_the_log_says_why_a_verified_draft_that_fails_the_unseen_sizes_is_not_kept():
+    from kforge_search.cli.bench import progress_line
+
+    unseen = "at the unseen sizes (batch_size=5): output 0 has wrong values in trial 1"
+    fast = parent(Status.OK, 0.76, generalizes="no")
+    fast = Parent(fast.draft, dataclasses.replace(fast.result, warnings=(unseen,)))
+    line = progress_line("01_gemm", fast)
+    assert "OK 0.7600 ms" in line and f"not kept: {unseen}" in line
+    kept = progress_line("01_gemm", parent(Status.OK, 1.4))
+    assert "OK 1.4000 ms" in kept and "not kept" not in kept
+    assert "— why" in progress_line("01_gemm", parent(Status.INCORRECT))
+
+
 def test_row_speedup_is_against_the_faster_baseline():
     work = Work(((1, 1024, 1024, 1024),), 0.0, 1e6)
     row = bench_row(PROBLEM, [parent(Status.OK, 1.0)], "", work, PEAKS, ())
