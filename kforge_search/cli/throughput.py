@@ -137,6 +137,14 @@ def _num(value: float | None, spec: str = ".2f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _waits(w: Any) -> str:
+    from kforge_search.search.throughput import quantile
+
+    if not w.lane_waits:
+        return "-"
+    return f"{_num(quantile(w.lane_waits, 0.5))} / {_num(quantile(w.lane_waits, 0.9))}"
+
+
 def _print(result: Any) -> None:
     """The figures, whole run beside steady state; then the best speedup per problem."""
     whole, steady = result.whole, result.steady
@@ -154,6 +162,8 @@ def _print(result: Any) -> None:
         both("  infra errors (not counted)", lambda w: str(w.infra_errors)),
         both(per, lambda w: _num(w.per_lane_minute)),
         both("timing lane busy (lock journal)", lambda w: _pct(w.lane_busy)),
+        both("  idle while a timing waited", lambda w: _pct(w.lane_blocked)),
+        both("  timing's wait for the lane p50 / p90 (s)", _waits),
         both("GPU utilization (nvidia-smi)", gpus),
         both("CPU utilization", lambda w: _pct(w.cpu_utilization)),
         both("s / evaluation", lambda w: _num(w.mean_duration_s)),

@@ -33,7 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOCK_DIR_ENV = "KFORGE_LOCK_DIR"  # where the lock files live (default: <tmp>/kforge-locks)
-JOURNAL_ENV = "KFORGE_LOCK_JOURNAL"  # a file: each hold as "holder mode start end [label]"
+# a file: each hold as "holder mode start end [label] asked=T dev=KEY" (T: when it was asked for)
+JOURNAL_ENV = "KFORGE_LOCK_JOURNAL"
 
 
 def device_key(device: str) -> str:
@@ -73,6 +74,7 @@ class DeviceLock:
         self._device = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
         self.mode = ""  # "", "shared" or "exclusive"
         self._since = 0.0
+        self._asked = 0.0  # when the hold now held was asked for: its wait is _since - _asked
         self._waiting = False  # the intent held shared: a timing waits or runs
         # what the holder is doing, for the journal ("problem:mode"): a lane wait of minutes
         # then says whose hold it waited for
@@ -86,10 +88,11 @@ class DeviceLock:
         mode = "exclusive" if exclusive else "shared"
         if self.mode == mode:
             return
+        asked = time.time()
         self.release()
         if not queue and not exclusive:
             fcntl.flock(self._device, fcntl.LOCK_SH)
-            self.mode, self._since = mode, time.time()
+            self.mode, self._since, self._asked = mode, time.time(), asked
             return
         if exclusive:  # new work waits from now until this timing ends; timings join
             fcntl.flock(self._intent, fcntl.LOCK_SH)
@@ -105,7 +108,7 @@ class DeviceLock:
                 fcntl.flock(self._device, fcntl.LOCK_SH)
             finally:
                 fcntl.flock(self._intent, fcntl.LOCK_UN)
-        self.mode, self._since = mode, time.time()
+        self.mode, self._since, self._asked = mode, time.time(), asked
 
     def writer_waiting(self) -> bool:
         """Whether another process's timing waits for (or holds) this device: its intent
@@ -162,9 +165,9 @@ class DeviceLock:
         if journal := os.environ.get(JOURNAL_ENV):
             holder = f"{os.getpid()}:{id(self)}"
             label = "".join(self.label.split())  # one field: no whitespace
-            with open(journal, "a") as f:
-                f.write(f"{holder} {self.mode} {self._since:.6f} {end:.6f} {label}".rstrip())
-                f.write("\n")
+            line = f"{holder} {self.mode} {self._since:.6f} {end:.6f} {label}".rstrip()
+            with open(journal, "a") as f:  # and when it was asked for, on which device
+                f.write(f"{line} asked={self._asked:.6f} dev={self.key}\n")
         self.mode = ""
 
     def close(self) -> None:

@@ -40,6 +40,12 @@ class Hold:
     start: float  # epoch seconds
     end: float
     label: str = ""  # what held it: "problem:mode" (devicelock.DeviceLock.label)
+    asked: float | None = None  # when it was asked for (None: a journal from before)
+    device: str = ""  # the lock's device key ("": a journal from before)
+
+    @property
+    def waited(self) -> float | None:
+        return None if self.asked is None else max(0.0, self.start - self.asked)
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,8 @@ class Window:
     evaluations: int  # those that evaluated their candidate (not INFRA_ERROR)
     lanes: int
     lane_busy: float | None  # exclusive holds of the journal / (seconds x lanes); None: none
+    lane_blocked: float | None  # a timing waited, none ran (lane_blocked); None: not known
+    lane_waits: tuple[float, ...]  # each timing's wait for its lane, seconds, ascending
     timed_fraction: float  # the evaluations' "time*" phases / (seconds x lanes)
     cpu_utilization: float | None  # the host's, 0..1; None: no ticks
     gpu_utilization: tuple[float, ...]  # mean percent per GPU index
@@ -93,6 +101,11 @@ class Window:
             "evaluations_per_minute": round(self.per_minute, 3),
             "evaluations_per_gpu_minute": round(self.per_lane_minute, 3) if gpu else None,
             "timing_lane_busy_fraction": _round(self.lane_busy, 3),
+            "timing_lane_blocked_fraction": _round(self.lane_blocked, 3),
+            "timing_lane_wait_s": {
+                "p50": _round(quantile(self.lane_waits, 0.5), 3),
+                "p90": _round(quantile(self.lane_waits, 0.9), 3),
+            },
             "timed_phase_fraction": round(self.timed_fraction, 3),
             "cpu_utilization": _round(self.cpu_utilization, 3),
             "gpu_utilization_mean_pct": {
@@ -105,17 +118,22 @@ class Window:
 
 
 def parse_journal(text: str) -> tuple[Hold, ...]:
-    """The holds of a lock journal; a line that is not `holder mode start end [label]` (one
-    cut short by a kill) is skipped."""
+    """The holds of a lock journal; a line that is not `holder mode start end [label]
+    [asked=T dev=KEY]` (one cut short by a kill) is skipped."""
     holds = []
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) not in (4, 5) or parts[1] not in ("shared", "exclusive"):
+        keyed = dict(p.split("=", 1) for p in parts[4:] if p.startswith(("asked=", "dev=")))
+        rest = [p for p in parts[4:] if not p.startswith(("asked=", "dev="))]
+        if len(parts) < 4 or len(rest) > 1 or parts[1] not in ("shared", "exclusive"):
             continue
         try:
-            holds.append(Hold(parts[0], parts[1], float(parts[2]), float(parts[3]), *parts[4:]))
+            asked = float(keyed["asked"]) if "asked" in keyed else None
+            start, end = float(parts[2]), float(parts[3])
         except ValueError:
             continue
+        holds.append(Hold(parts[0], parts[1], start, end, *rest, asked=asked,
+                          device=keyed.get("dev", "")))  # fmt: skip
     return tuple(holds)
 
 
@@ -147,6 +165,52 @@ def lane_busy(holds: Iterable[Hold], start: float, end: float, lanes: int) -> fl
         max(0.0, min(h.end, end) - max(h.start, start)) for h in holds if h.mode == "exclusive"
     )
     return held / ((end - start) * lanes)
+
+
+def _union(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(s for s in spans if s[1] > s[0]):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _length(spans: Iterable[tuple[float, float]], start: float, end: float) -> float:
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+def lane_blocked(holds: Iterable[Hold], start: float, end: float, lanes: int) -> float | None:
+    """The fraction of [start, end] x lanes in which a timing waited for its lane while no
+    timing ran there: a candidate ready to be timed, kept off an idle lane by the shared
+    holds (builds, verification, baselines) it queues behind. The rest of the idle lane had
+    nothing to time: the candidates were not ready. None: no hold says when it was asked
+    for (a journal from before), or an empty window."""
+    holds = [h for h in holds if h.mode == "exclusive"]
+    if not any(h.asked is not None for h in holds) or end <= start:
+        return None
+    blocked = 0.0
+    for device in {h.device for h in holds}:
+        mine = [h for h in holds if h.device == device]
+        waiting = _union((h.asked, h.start) for h in mine if h.asked is not None)
+        running = _union((h.start, h.end) for h in mine)
+        blocked += _length(waiting, start, end) - _overlap(waiting, running, start, end)
+    return blocked / ((end - start) * lanes)
+
+
+def _overlap(
+    one: list[tuple[float, float]], other: list[tuple[float, float]], start: float, end: float
+) -> float:
+    return sum(max(0.0, min(b, d, end) - max(a, c, start)) for a, b in one for c, d in other)
+
+
+def lane_waits(holds: Iterable[Hold], start: float, end: float) -> tuple[float, ...]:
+    """How long each timing that got its lane in [start, end] waited for it, in order."""
+    return tuple(sorted(
+        h.waited for h in holds
+        if h.mode == "exclusive" and h.waited is not None and start <= h.start <= end
+    ))  # fmt: skip
 
 
 def cpu_utilization(ticks: Sequence[Tick], start: float, end: float) -> float | None:
@@ -214,6 +278,8 @@ def window(
         evaluations=len(inside),
         lanes=lanes,
         lane_busy=lane_busy(holds, start, end, lanes),
+        lane_blocked=lane_blocked(holds, start, end, lanes),
+        lane_waits=lane_waits(holds, start, end),
         timed_fraction=timed / (seconds * lanes) if seconds > 0 else 0.0,
         cpu_utilization=cpu_utilization(ticks, start, end),
         gpu_utilization=gpu_utilization(ticks, start, end),
@@ -317,3 +383,12 @@ class Throughput:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def quantile(values: Sequence[float], q: float) -> float | None:
+    """The q-quantile of ascending `values` (the nearest rank); None where there are none."""
+    if not values:
+        return None
+    import math
+
+    return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]

@@ -107,6 +107,9 @@ def test_two_evaluators_never_time_beside_the_others_work(tmp_path, monkeypatch)
     assert [r.status for r in results] == [Status.OK] * 4, [r.message for r in results]
     holds = parse_journal(journal.read_text())
     assert len(holds) == len(journal.read_text().splitlines())  # every line a hold
+    # when each was asked for (its wait: throughput.lane_blocked) and on which device
+    assert all(h.asked is not None and h.asked <= h.start for h in holds)
+    assert {h.device for h in holds} == {"cpu"}
     mine = f"{os.getpid()}:"  # the evaluators' holds; the others are their spares' warm-ups
     holders = {h.holder for h in holds if h.holder.startswith(mine)}
     assert len(holders) == 2  # one lock per evaluator

@@ -18,9 +18,12 @@ from kforge_search.search.throughput import (
     Hold,
     Throughput,
     Tick,
+    lane_blocked,
     lane_busy,
+    lane_waits,
     parse_journal,
     phase_sums,
+    quantile,
     steady_start,
     steady_window,
     window,
@@ -110,6 +113,34 @@ def test_lane_busy_from_a_journal_counts_exclusive_holds_cut_to_the_window(tmp_p
     assert lane_busy((), T0, T0 + 10, lanes=1) is None  # no journal: unknown, not idle
     steady = steady_window(EVALS, holds, (), lanes=1)
     assert steady is not None and steady.lane_busy == pytest.approx(busy / 40)
+
+
+def test_the_idle_lane_is_split_into_a_timing_waiting_and_nothing_to_time(tmp_path):
+    """A timing asked at 30 and got its lane at 38 (shared holds before it): the lane was
+    idle while it waited until 34, when another timing ran. The journal's asked= and dev=
+    fields say when a hold was asked for and on which device."""
+    journal = tmp_path / "locks.txt"
+    lines = [
+        f"1:1 shared {T0 + 20:.6f} {T0 + 38:.6f} p:candidate asked={T0 + 20:.6f} dev=cuda0",
+        f"3:3 exclusive {T0 + 34:.6f} {T0 + 36:.6f} p:candidate asked={T0 + 33:.6f} dev=cuda0",
+        f"2:7 exclusive {T0 + 38:.6f} {T0 + 40:.6f} asked={T0 + 30:.6f} dev=cuda0",
+        f"4:4 exclusive {T0 + 45:.6f} {T0 + 46:.6f} p:candidate asked={T0 + 45:.6f} dev=cuda1",
+        f"5:5 exclusive {T0 + 50:.6f} {T0 + 52:.6f} p:candidate",  # a journal from before
+    ]
+    journal.write_text("\n".join(lines) + "\n")
+    holds = parse_journal(journal.read_text())
+    assert [h.device for h in holds] == ["cuda0", "cuda0", "cuda0", "cuda1", ""]
+    assert [h.label for h in holds][:3] == ["p:candidate", "p:candidate", ""]
+    assert [h.waited for h in holds] == pytest.approx([0.0, 1.0, 8.0, 0.0, None])
+    # cuda0: waiting [30, 38] minus the timing [34, 36] that ran: 6 s of 40 s x 2 lanes
+    assert lane_blocked(holds, T0 + 30, T0 + 70, lanes=2) == pytest.approx(6 / 80)
+    assert lane_blocked(holds, T0 + 36, T0 + 37, lanes=1) == pytest.approx(1.0)
+    assert lane_waits(holds, T0 + 30, T0 + 70) == pytest.approx((0.0, 1.0, 8.0))
+    assert quantile((0.0, 1.0, 8.0), 0.5) == 1.0 and quantile((0.0, 1.0, 8.0), 0.9) == 8.0
+    old = parse_journal(lines[-1] + "\n")
+    assert lane_blocked(old, T0, T0 + 70, lanes=1) is None and quantile((), 0.5) is None
+    steady = window(EVALS, holds, (), T0 + 30, T0 + 70, lanes=2)
+    assert steady.as_dict(gpu=True)["timing_lane_wait_s"] == {"p50": 1.0, "p90": 8.0}
 
 
 def test_cpu_and_gpu_utilization_from_ticks():
