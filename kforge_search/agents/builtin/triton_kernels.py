@@ -191,6 +191,8 @@ def _ancestors(graph: Graph, ids: set[int]) -> set[int]:
 def _own_accumulator(step: Step) -> Step:
     """A plain statistic's step with its accumulator `acc` renamed `a<node>`."""
     name = f"a{step.node}"
+    if step.fold:
+        return dataclasses.replace(step, combine=step.combined(name, step.acc))
     return dataclasses.replace(step, combine=re.sub(r"\bacc\b", name, step.combine))
 
 
@@ -406,16 +408,18 @@ def _pass_steps(
             continue
         _, loop = split(r.schedule(graph, (stat.x,), have, leaves))
         red = REDUCTIONS[stat.fn]
-        masked = f"tl.where({mask}, v{stat.x}, {red.identity}).to({red.acc})"
+        masked = f"tl.where({mask}, v{stat.x}, {red.identity})"
         steps.append(
             Step(
                 "stat",
                 "\n".join(lines.compute(n) for n in loop),
                 stat_id,
                 red.identity,
-                red.combine.format("acc", masked),
+                red.combine.format("acc", f"{masked}.to({red.acc})"),
                 red.finish,
                 acc=red.acc,
+                fold=red.combine,
+                value=masked,
             )
         )
         have.add(stat_id)

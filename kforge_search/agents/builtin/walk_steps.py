@@ -29,6 +29,16 @@ class Step:
     # "stat": other plain statistics made in the same walk, each in its own accumulator
     # `a<node>` (one_walk): their lines and combine read the elements the walk loads
     extra: tuple[Step, ...] = ()
+    # "stat": how a value folds into the accumulator (ops.ReduceSpec.combine: {0} the
+    # accumulator, {1} the value) and the value, masked, before its cast to the accumulator's
+    # dtype; `combine` is `combined("acc", acc)`
+    fold: str = ""
+    value: str = ""
+
+    def combined(self, acc: str, dtype: str) -> str:
+        """The step's combine into accumulator `acc` of `dtype` (cols.py.j2's held tile:
+        float32 lanes `hacc`; triton_kernels: a statistic's own `a<node>`)."""
+        return self.fold.format(acc, f"{self.value}.to({dtype})")
 
     @property
     def made(self) -> set[int]:
