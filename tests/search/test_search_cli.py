@@ -81,12 +81,16 @@ def test_search_records_every_evaluation_once_with_parent_links_and_resumes(tmp_
     # no kernel evaluated twice, across both runs: a kernel per problem and generation at
     # least (a problem's two lineages draw the same seed: the second is known)
     assert len(ids) == len(set(ids)) >= 4
-    assert all(r["status"] == "OK" for r in rows)
+    # every evaluation judged its candidate: a tuning step may fail the policy (bf16x3, the
+    # second draft under strict, fails its wide-range trial on some GEMMs) and is recorded
+    # INCORRECT; an infrastructure failure would be no verdict
+    assert all(r["status"] in ("OK", "INCORRECT") for r in rows), [r["status"] for r in rows]
     resumed = [r for r in rows if r["run_id"] != rows[0]["run_id"]]
     assert resumed and all(r["generation"] >= 1 for r in resumed)  # only the new generation
     roots = [r for r in rows if not r["parent_ids"]]
     children = [r for r in rows if r["parent_ids"]]
     assert len(roots) == 2 and all(r["pass_kind"] == "functional" for r in roots)
+    assert all(r["status"] == "OK" for r in roots)  # the seeds verify
     assert children and all(r["pass_kind"] == "optimization" for r in children)
     assert all(set(r["parent_ids"]) <= set(ids) for r in children)
     assert {r["lineage_id"].split("@")[0] for r in rows} == set(PROBLEMS)
