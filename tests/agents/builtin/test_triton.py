@@ -83,11 +83,52 @@ def test_bf16_weight_is_cast_once_and_refreshed_when_it_changes(tmp_path):
     assert torch.allclose(first, reference, atol=3e-2, rtol=3e-2)  # bf16 rounding, no more
 
 
-def test_bf16_errors_exceed_the_loose_policy_on_the_second_distribution(verify):
-    # Why the seed for `loose` is tf32: bf16 inputs fail x * 4 + 0.5 at atol = rtol = 1e-2.
-    problem = SUPPORTED["silu_tanh_gelu"]
-    result = verify(synthesize(problem, TritonGenome(precision="bf16")).source, problem, "loose")
-    assert not result.ok and result.max_abs_err < 0.1
+def _bf16(t, nearest: bool):
+    """t's float32 values cut to bfloat16, as float32: rounded to nearest (ties to even, as
+    a GPU converts) or truncated (as Triton's interpreter converts)."""
+    import torch
+
+    bits = t.view(torch.int32)
+    if nearest:
+        bits = bits + 0x7FFF + ((bits >> 16) & 1)
+    return (bits & -0x10000).view(torch.float32)
+
+
+def _bf16_product(x, w, precision: str, nearest: bool):
+    """x @ w.T from bf16 operands (bf16: one dot; bf16x3: hi + lo of each, lo * lo dropped)."""
+    xh, wh = _bf16(x, nearest), _bf16(w, nearest)
+    if precision == "bf16":
+        return xh @ wh.T
+    xl, wl = _bf16(x - xh, nearest), _bf16(w - wh, nearest)
+    return xl @ wh.T + xh @ wl.T + xh @ wh.T
+
+
+@pytest.mark.parametrize("precision", ["bf16", "bf16x3"])
+def test_bf16_operands_on_the_interpreter_are_rounded_to_nearest_as_a_gpu_rounds_them(
+    tmp_path, precision
+):
+    """Triton's interpreter converts float32 to bfloat16 by truncation; a GPU rounds to
+    nearest. The drafts round on the interpreter themselves (`_kf_bf16rn`), so cpu-triton
+    verifies the values a GPU multiplies: truncated, a bf16 draft failed loose here (x * 4 +
+    0.5) where the GPU's rounding passes."""
+    import torch
+    import torch.nn.functional as F
+
+    from tests.agents.builtin.harness import load_candidate
+
+    draft = synthesize(SUPPORTED["silu_tanh_gelu"], TritonGenome(precision=precision))
+    model = load_candidate(draft.source, tmp_path / f"{precision}.py")(40, 25)
+    x = torch.randn(12, 40) * 4 + 0.5
+    w, b = model.linear.weight.detach(), model.linear.bias.detach()
+    with torch.no_grad():
+        got = model(x)
+    near, cut = (
+        F.gelu(F.silu(_bf16_product(x, w, precision, nearest) + b), approximate="tanh")
+        for nearest in (True, False)
+    )
+    torch.testing.assert_close(got, near, rtol=1e-5, atol=1e-5)
+    if precision == "bf16":
+        assert (got - cut).abs().max() > 1e-3  # not the truncated values
 
 
 # The three-dot schemes (hi + lo parts side by side, partial sums promoted out of the tensor
