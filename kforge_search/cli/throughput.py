@@ -138,11 +138,7 @@ def _num(value: float | None, spec: str = ".2f") -> str:
 
 
 def _waits(w: Any) -> str:
-    from kforge_search.search.throughput import quantile
-
-    if not w.lane_waits:
-        return "-"
-    return f"{_num(quantile(w.lane_waits, 0.5))} / {_num(quantile(w.lane_waits, 0.9))}"
+    return "-" if not w.lane_waits else f"{_num(w.lane_wait(0.5))} / {_num(w.lane_wait(0.9))}"
 
 
 def _print(result: Any) -> None:

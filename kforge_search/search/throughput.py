@@ -92,6 +92,13 @@ class Window:
     def per_lane_minute(self) -> float:
         return self.per_minute / self.lanes
 
+    def lane_wait(self, q: float) -> float | None:
+        """The q-percentile of the timings' waits for their lane (timing.percentile's, as a
+        candidate's p50), None where none got it in the window."""
+        from kforge_search.evaluator.timing import percentile
+
+        return percentile(list(self.lane_waits), q) if self.lane_waits else None
+
     def as_dict(self, gpu: bool) -> dict[str, Any]:
         """JSON fields; `gpu`: the lanes are GPUs (a per-GPU-minute figure is given)."""
         return {
@@ -103,8 +110,8 @@ class Window:
             "timing_lane_busy_fraction": _round(self.lane_busy, 3),
             "timing_lane_blocked_fraction": _round(self.lane_blocked, 3),
             "timing_lane_wait_s": {
-                "p50": _round(quantile(self.lane_waits, 0.5), 3),
-                "p90": _round(quantile(self.lane_waits, 0.9), 3),
+                "p50": _round(self.lane_wait(0.5), 3),
+                "p90": _round(self.lane_wait(0.9), 3),
             },
             "timed_phase_fraction": round(self.timed_fraction, 3),
             "cpu_utilization": _round(self.cpu_utilization, 3),
@@ -154,19 +161,6 @@ def phase_sums(evaluations: Iterable[Evaluation]) -> dict[str, float]:
     return dict(sorted(sums.items(), key=lambda kv: -kv[1]))
 
 
-def lane_busy(holds: Iterable[Hold], start: float, end: float, lanes: int) -> float | None:
-    """The fraction of [start, end] x lanes that timed runs held a lane: the exclusive holds,
-    cut to the window (those of one device never overlap). None: no holds at all (no
-    journal) or an empty window."""
-    holds = list(holds)
-    if not holds or end <= start:
-        return None
-    held = sum(
-        max(0.0, min(h.end, end) - max(h.start, start)) for h in holds if h.mode == "exclusive"
-    )
-    return held / ((end - start) * lanes)
-
-
 def _union(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
     merged: list[tuple[float, float]] = []
     for a, b in sorted(s for s in spans if s[1] > s[0]):
@@ -179,6 +173,17 @@ def _union(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
 
 def _length(spans: Iterable[tuple[float, float]], start: float, end: float) -> float:
     return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+def lane_busy(holds: Iterable[Hold], start: float, end: float, lanes: int) -> float | None:
+    """The fraction of [start, end] x lanes that timed runs held a lane: the exclusive holds,
+    cut to the window (those of one device never overlap). None: no holds at all (no
+    journal) or an empty window."""
+    holds = list(holds)
+    if not holds or end <= start:
+        return None
+    held = _length(((h.start, h.end) for h in holds if h.mode == "exclusive"), start, end)
+    return held / ((end - start) * lanes)
 
 
 def lane_blocked(holds: Iterable[Hold], start: float, end: float, lanes: int) -> float | None:
@@ -383,12 +388,3 @@ class Throughput:
 
 def _round(value: float | None, digits: int) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def quantile(values: Sequence[float], q: float) -> float | None:
-    """The q-quantile of ascending `values` (the nearest rank); None where there are none."""
-    if not values:
-        return None
-    import math
-
-    return values[min(len(values) - 1, max(0, math.ceil(q * len(values)) - 1))]
