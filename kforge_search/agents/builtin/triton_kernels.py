@@ -190,10 +190,7 @@ def _ancestors(graph: Graph, ids: set[int]) -> set[int]:
 
 def _own_accumulator(step: Step) -> Step:
     """A plain statistic's step with its accumulator `acc` renamed `a<node>`."""
-    name = f"a{step.node}"
-    if step.fold:
-        return dataclasses.replace(step, combine=step.combined(name, step.acc))
-    return dataclasses.replace(step, combine=re.sub(r"\bacc\b", name, step.combine))
+    return dataclasses.replace(step, combine=step.combined(f"a{step.node}", step.acc))
 
 
 def one_walk(graph: Graph, steps: list[Step]) -> list[Step]:
