@@ -32,6 +32,9 @@ from kforge_search.procs import tree
 EVAL_TOKEN = "KFORGE_EVAL_TOKEN"  # NAME=<one child's token> marks every process of that child
 KEEPER = ("-S", "-m", "kforge_search.procs.keeper")  # run by this Python, before the command
 KEEPER_WAIT_S = 40.0  # the keeper's own kill limit (30 s), and then some
+# a file: each child's events as the parent got them ("pid t <type> [stage|on]") and each
+# line the parent sent ("pid t > line"), for reading a lane's waits against the lock journal
+EVENT_JOURNAL_ENV = "KFORGE_EVENT_JOURNAL"
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,7 @@ class Child:
             threading.Thread(target=self._read_events, args=(read_fd,), daemon=True),
             threading.Thread(target=self._read_output, daemon=True),
         ]
+        self._journal(f"spawned {self.job_path.parent.name}")
         for thread in self._threads:
             thread.start()
         return self
@@ -144,9 +148,12 @@ class Child:
         with os.fdopen(fd, "rb") as pipe:
             for line in pipe:
                 try:
-                    self._events.put(json.loads(line))
+                    event = json.loads(line)
                 except ValueError:
                     continue
+                detail = event.get("stage", event.get("on", "")) if isinstance(event, dict) else ""
+                self._journal(f"{event.get('type') if isinstance(event, dict) else '?'} {detail}")
+                self._events.put(event)
         self._events.put(None)
 
     def _read_output(self) -> None:
@@ -154,7 +161,13 @@ class Child:
         while chunk := self._proc.stdout.read1(65536):  # type: ignore[attr-defined]
             self._output.add(chunk)
 
+    def _journal(self, what: str) -> None:
+        if journal := os.environ.get(EVENT_JOURNAL_ENV):
+            with open(journal, "a") as f:
+                f.write(f"{self._proc.pid} {time.time():.6f} {what}\n")
+
     def send(self, line: str) -> None:
+        self._journal(f"> {line}")
         try:
             assert self._proc.stdin is not None
             self._proc.stdin.write(f"{line}\n".encode())
