@@ -123,6 +123,7 @@ class CandidateDrive:
             if unseen is None:
                 child.kill("")
                 return replace(result, artifacts=Artifacts(output_tail=output_tail(child)))
+            lock.resume_work()  # the unseen sizes' model and trials run on the device
             child.send("unseen")
             return None
 
@@ -131,8 +132,8 @@ class CandidateDrive:
             if kind == "warning":  # the child runs without its file-system sandbox (landlock.py)
                 base = with_child_warning(base, event)
                 continue
-            if kind == "aside":  # a compile: CPU work, off the lock (compiling.OffLane)
-                lock.step_aside()
+            if kind == "aside":  # a compile, a file written: host work, off the lock
+                lock.step_aside()  # (compiling.OffLane, Channel.host_work)
                 continue
             if kind == "pause":  # the compile is done: the hold back before its next kernel
                 child.resume_after(lock.resume_work)
@@ -145,6 +146,9 @@ class CandidateDrive:
             if kind == "trial":  # one verification trial's outputs: compared, then the next
                 later = timed_ok is not None and unseen_check is not None
                 path = job.unseen_outputs_path if later else job.outputs_path
+                # the hold back (the child wrote its file aside), behind a timing that waits:
+                # the comparison runs on the device, and so does the next trial
+                lock.resume_work()
                 (unseen_check if later else check).add(  # type: ignore[union-attr]
                     int(event["pos"]), Path(trial_path(path, int(event["pos"])))
                 )
@@ -267,7 +271,7 @@ class CandidateDrive:
         against the oracle's for the same inputs: "" when they match, else what differs.
         Timed run r ran on inputs r of `draw`, burst call c on inputs c of `burst_draw`. An
         oracle that died meanwhile is started again, once."""
-        oracle, job, ref = self.oracle, self.job, self.ref
+        oracle, job, ref, lock = self.oracle, self.job, self.ref, self.lock
         runs, calls = chosen
         if not runs and not calls:
             Path(timed_path(job.outputs_path)).unlink(missing_ok=True)
@@ -276,20 +280,26 @@ class CandidateDrive:
         # an output as exact as the reference: verify.py), which the oracle shares
         slack = [2 * e for e in ref.numerics.float32_error]
         if ref.streamed is not None:  # compared in the oracle (oracle_compare.py)
+            lock.resume_work()
             spec = RunSpec(self.config.policy, draw, runs, calls, timed_path(job.outputs_path),
                            slack, burst_draw)  # fmt: skip
             return oracle().compare_runs(spec)
+        # files are read off the device lock (the child wrote its file aside, the oracle
+        # writes its own aside); the oracle's runs and the comparison hold it shared
         actual = load(Path(timed_path(job.outputs_path)))
 
         def asked(on: int, which: list[int]) -> list[list[Any]]:
             if not which:
                 return []
             try:
-                return oracle().outputs(on, which)
+                lock.resume_work()
+                return oracle().outputs(on, which, lock.step_aside)
             except OracleError:
-                return oracle().outputs(on, which)
+                lock.resume_work()
+                return oracle().outputs(on, which, lock.step_aside)
 
         expected = asked(draw, runs) + asked(burst_draw, calls)
+        lock.resume_work()
         policy = get_policy(self.config.policy)
         expected, actual = placed((expected, actual), self.device)
         return compare_timed(expected, actual, labels(runs, calls), policy, slack)

@@ -30,6 +30,15 @@ class Channel:
         name_self(child_name(self._mode, name))
         self.send("stage", stage=name)
 
+    def host_work(self, device: str) -> None:
+        """What follows until the parent's next request is host work (a file written, the
+        device's work synchronized before): on a GPU the parent lets its shared hold of the
+        device go meanwhile, and holds it again before it asks anything more. A timing of
+        the GPU had waited for these writes (H200, 8 actors: a timing waited 1.1 s at the
+        median, 57% of the time none ran while one waited)."""
+        if device.startswith("cuda"):
+            self.send("aside")
+
     def safe_point(self, **fields: Any) -> None:
         """A pause in a long shared hold of the device (a reference between its trials, a
         baseline between its kinds): the parent lets a timing that waits go first

@@ -15,6 +15,7 @@ import contextlib
 import json
 import shutil
 import weakref
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -59,13 +60,17 @@ class Oracle:
     def pid(self) -> int:
         return self.child.pid
 
-    def outputs(self, draw: int, runs: list[int]) -> list[list[Any]]:
-        """Per run in `runs`, the reference's outputs on that timed run's inputs."""
+    def outputs(
+        self, draw: int, runs: list[int], aside: Callable[[], object] = bool
+    ) -> list[list[Any]]:
+        """Per run in `runs`, the reference's outputs on that timed run's inputs. `aside`:
+        called when the oracle's device work is done and it writes them (host work: its
+        caller may let the device lock go, Channel.host_work)."""
         if not self.alive:
             raise OracleError("the oracle's process has ended")
         self.crowded = False  # said anew for each request
         self.child.ask(f"runs {draw} {' '.join(str(r) for r in runs)}")
-        return load(Path(self._answer("oracle")["path"]))
+        return load(Path(self._answer("oracle", aside)["path"]))
 
     def compare_trials(self, spec: TrialSpec) -> None:
         """Starts comparing a candidate's verification trials against a streamed reference
@@ -102,11 +107,14 @@ class Oracle:
         self.child.ask(f"compare-runs {json.dumps(asdict(replace(spec, path=str(moved))))}")
         return str(self._answer("compared-runs")["difference"])
 
-    def _answer(self, kind: str) -> dict[str, Any]:
+    def _answer(self, kind: str, aside: Callable[[], object] = bool) -> dict[str, Any]:
         why, busy = "", False
         while (event := self.child.next_event()) is not None:
             if event["type"] == kind:
                 return event
+            if event["type"] == "aside":
+                aside()
+                continue
             if event["type"] == "on-host":
                 self.crowded = self.crowded or bool(event.get("crowded"))
                 continue

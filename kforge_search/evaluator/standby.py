@@ -29,9 +29,14 @@ def warm_up(device: str, context: bool = True) -> None:
 
         with contextlib.suppress(Exception):  # the driver's start: host work, off the lock
             torch.cuda.init()
-        with holding(device, False, queue=False), contextlib.suppress(Exception):
-            with torch.device(device):  # a factory call under a device context, as every job
-                torch.empty(1)  # draws its inputs (inputs.on_device): ~3.5 s of imports, once
+        # a factory call under a device context, as every job draws its inputs
+        # (inputs.on_device): ~3.5 s of imports, once
+        with (
+            holding(device, False, queue=False),
+            contextlib.suppress(Exception),
+            torch.device(device),
+        ):
+            torch.empty(1)
 
 
 def warm_imports() -> None:

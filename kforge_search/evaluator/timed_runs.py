@@ -199,9 +199,11 @@ def save_chosen(
     runs: list[int],
     calls: list[int],
     share: bool = False,
+    aside: Callable[[], None] = lambda: None,
 ) -> None:
     """The chosen timed runs' and burst calls' outputs, in that order, on the CPU; `share`:
-    their CUDA IPC handles instead (shared_outputs.py; the caller holds them meanwhile)."""
+    their CUDA IPC handles instead (shared_outputs.py; the caller holds them meanwhile).
+    `aside`: said once they are on the host, before the file is written."""
     import torch
 
     chosen = [timed[r] for r in runs if r < len(timed)]
@@ -209,4 +211,6 @@ def save_chosen(
     if share:
         torch.save([shared_outputs.share(list(outs)) for outs in chosen], Path(path))
         return
-    torch.save([[t.to("cpu").clone() for t in outs] for outs in chosen], Path(path))
+    on_host = [[t.to("cpu").clone() for t in outs] for outs in chosen]
+    aside()
+    torch.save(on_host, Path(path))

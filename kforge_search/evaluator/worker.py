@@ -120,7 +120,8 @@ def run_candidate(job: Job, channel: Channel) -> None:
         runs, _, calls = " ".join(command[1:]).partition("|")
         path = timed_runs.timed_path(job.outputs_path)
         chosen_runs, chosen_calls = [int(r) for r in runs.split()], [int(c) for c in calls.split()]
-        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls, job.share_outputs)
+        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls, job.share_outputs,
+                               aside=lambda: channel.host_work(job.device))  # fmt: skip
         channel.send("revealed")
         command = timed_runs.read_command()
     del kept, burst, held
@@ -193,6 +194,9 @@ def verify_trials(
             saved = [t.detach().to("cpu").clone() for t in outputs]
             del outputs
         state = model_buffers.reported(guarded.model, job.buffer_names)
+        if not share:  # on the host now: the file is written off the device lock
+            synchronize(job.device)
+            channel.host_work(job.device)
         torch.save({"outputs": saved, "buffers": state}, trial_path(outputs_path, pos))
         del saved, state
         # the parent reads it (and only then has the reference's trial made, where the

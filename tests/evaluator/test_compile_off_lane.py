@@ -1,13 +1,18 @@
 """A candidate's compile runs off the device lock (compiling.OffLane): the child's kernels end,
 it says "aside", compiles, and waits at a safe point until the parent holds the lock again.
-An autotuner's trials run kernels: they stay under the hold, the compiles inside them leave."""
+An autotuner's trials run kernels: they stay under the hold, the compiles inside them leave.
+Files written (a trial's outputs, the chosen timed runs', an oracle's answer) are host work
+too (Channel.host_work): off the lock, and every request after them is made under it."""
 
 from __future__ import annotations
 
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status, compiling
+from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV
+from kforge_search.evaluator.oracle import Oracle
+from kforge_search.evaluator.sandbox import EVENT_JOURNAL_ENV
 from kforge_search.platforms import get_platform
 from kforge_search.problem import resolve_problem
 from tests.conftest import EXAMPLES, own_cache
@@ -110,7 +115,83 @@ def test_on_a_gpu_the_triton_compile_is_outside_the_candidates_shared_holds(monk
         evaluator.close()
     assert result.status is Status.OK, result.message
     holds = [line.split() for line in journal.read_text().splitlines()]
-    mine = [h for h in holds if h[4:] == [f"{problem.name}:candidate"]]
+    mine = [h for h in holds if h[4:5] == [f"{problem.name}:candidate"]]
     modes = [h[1] for h in mine]
     first_timing = modes.index("exclusive")
     assert modes[:first_timing].count("shared") >= 2, mine
+
+
+@pytest.mark.parametrize(("device", "said"), [("cuda:0", ["aside"]), ("cpu", [])])
+def test_host_work_is_said_on_a_gpu_only(tmp_path, device, said):
+    """On the CPU the host is the device: its timed runs wait for a file written as well."""
+    import json
+    import os
+
+    read, write = os.pipe()
+    channel = Channel(write)
+    channel.host_work(device)
+    channel.send("done")
+    with os.fdopen(read) as pipe:
+        events = [json.loads(pipe.readline())["type"] for _ in range(1 + len(said))]
+    assert events == [*said, "done"]
+
+
+class _Events:
+    """A child that has sent these events (Oracle._answer reads them in turn)."""
+
+    def __init__(self, *events: dict):
+        self.events, self.exit = list(events), None
+
+    def next_event(self):
+        return self.events.pop(0) if self.events else None
+
+
+def test_an_oracles_aside_reaches_its_caller_before_its_answer(tmp_path):
+    calls: list = []
+    oracle = Oracle.__new__(Oracle)  # its child only: no process, no finalizer
+    oracle.child = _Events({"type": "aside"}, {"type": "oracle", "path": "p"})
+    oracle.crowded = False
+    answer = oracle._answer("oracle", lambda: calls.append("aside"))
+    assert (answer["path"], calls) == ("p", ["aside"])
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under_it(
+    monkeypatch, tmp_path
+):
+    """Both journals of one evaluation (verify, time, the chosen runs' check against the
+    oracle, the unseen sizes): each trial's file is written after an "aside" (so the
+    candidate's shared holds are at least as many as its trials), and every line the parent
+    sends its children (a trial's "next", "time", "unseen", an oracle's "runs") is sent
+    while the evaluator holds the lock: no child's device work runs outside a hold."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    locks, events = tmp_path / "locks.txt", tmp_path / "events.txt"
+    monkeypatch.setenv(JOURNAL_ENV, str(locks))
+    monkeypatch.setenv(EVENT_JOURNAL_ENV, str(events))
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    evaluator = Evaluator(EvalConfig(baselines=(), spare_child=False))
+    try:
+        result = evaluator.evaluate(
+            EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
+        )
+    finally:
+        evaluator.close()
+    assert result.status is Status.OK, result.message
+    holds = [line.split() for line in locks.read_text().splitlines()]
+    spans = [(float(h[2]), float(h[3])) for h in holds]
+    lines = [line.split(maxsplit=2) for line in events.read_text().splitlines()]
+    sent = [(float(t), what[2:]) for _, t, what in lines if what.startswith("> ")]
+    asked = [(t, w) for t, w in sent if w.split()[0] in ("next", "time", "unseen", "runs", "go")]
+    assert {w.split()[0] for _, w in asked} >= {"next", "time", "unseen", "runs"}, sent
+    unheld = [(t, w) for t, w in asked if not any(s <= t <= e for s, e in spans)]
+    assert not unheld, (unheld, holds)
+    trials = sum(1 for _, _, what in lines if what.startswith("trial"))
+    asides = sum(1 for _, _, what in lines if what.startswith("aside"))
+    assert asides >= trials > 0, lines
+    mine = [h for h in holds if h[4:5] == [f"{problem.name}:candidate"] and h[1] == "shared"]
+    assert len(mine) >= trials, holds
