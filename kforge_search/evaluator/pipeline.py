@@ -45,6 +45,8 @@ from kforge_search.paths import cache_dir, pycache_dir
 from kforge_search.platforms import Platform
 from kforge_search.problem import DeviceBusy, Problem, ProblemError, source_hash
 
+SPARE_READY_S = 120.0  # a spare not warm by then goes; its job starts a fresh child
+
 
 class Evaluator(BaselineRuns):
     """Evaluates candidates; caches reference outputs in memory and baselines on disk."""
@@ -153,9 +155,14 @@ class Evaluator(BaselineRuns):
         outer, label = lock.mode, lock.label
         lock.label = label if outer else f"{job.problem.name}:{job.mode}"  # whose hold it was
         try:
+            spare = self._spares.take(job.device, env) if spares and outer != "exclusive" else None
+            if spare is not None:  # its warm-up queues behind timings: never waited for under
+                lock.step_aside()  # a hold (the hold, the timing and the warm-up would wait
+                if not spare.wait_ready(SPARE_READY_S):  # for each other)
+                    spare.kill()
+                    spare = None
             if outer != "exclusive":  # ncu's replays are timed throughout
                 lock.hold(exclusive=exclusive or job.mode == "ncu")
-            spare = self._spares.take(job.device, env) if spares else None
             # the job's memory limit (scaled to the problem's footprint: footprint.py)
             limits = replace(limits or self.config.limits(), memory_mb=job.memory_limit_mb)
             with Child(path, work, limits, {**env, "TMPDIR": str(work)}, prefix,

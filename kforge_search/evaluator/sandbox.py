@@ -13,6 +13,7 @@ import contextlib
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -308,6 +309,24 @@ class Spawned:
     proc: subprocess.Popen[bytes] | ForkedProc
     read_fd: int
     token: str  # its EVAL_TOKEN
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until a standby worker says its warm-up ended (its first event, "ready":
+        nothing else is written before its job); False when it ended or did not say so in
+        `timeout` seconds. Reads only that line: the events after it stay in the pipe."""
+        line, deadline = b"", time.monotonic() + timeout
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.read_fd], [], [], left)[0]:
+                return False
+            chunk = os.read(self.read_fd, 1)
+            if not chunk:
+                return False
+            line += chunk
+        try:
+            return json.loads(line).get("type") == "ready"
+        except ValueError:
+            return False
 
     def take(self, job_path: Path) -> bool:
         """Hand a waiting (standby) worker its job; False when it is gone."""

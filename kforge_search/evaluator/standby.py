@@ -20,8 +20,8 @@ def warm_up(device: str, context: bool = True) -> None:
     from kforge_search.evaluator.devicelock import holding
 
     on_cpu = not device.startswith("cuda")
-    # not queued behind a waiting timing (devicelock.DeviceLock.hold): this spare's evaluator
-    # may hold the lock shared while it waits for the spare, and the timing waits for it
+    # on the CPU not queued behind a waiting timing (devicelock.DeviceLock.hold): the imports
+    # are seconds a timing would wait behind
     with holding(device, False, queue=False) if on_cpu else contextlib.nullcontext():
         warm_imports()
     if not on_cpu and context:
@@ -30,9 +30,12 @@ def warm_up(device: str, context: bool = True) -> None:
         with contextlib.suppress(Exception):  # the driver's start: host work, off the lock
             torch.cuda.init()
         # a factory call under a device context, as every job draws its inputs
-        # (inputs.on_device): ~3.5 s of imports, once
+        # (inputs.on_device): ~3.5 s of imports, once. Queued behind a waiting timing: its
+        # evaluator waits for "ready" holding nothing (pipeline._child). A context created
+        # beside timed runs stalls them (H200: a 0.36 ms matmul's p99 +5%, single calls up
+        # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all.
         with (
-            holding(device, False, queue=False),
+            holding(device, False, queue=True),
             contextlib.suppress(Exception),
             torch.device(device),
         ):

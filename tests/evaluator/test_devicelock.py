@@ -6,6 +6,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV, DeviceLock, device_key
 from kforge_search.platforms import get_platform
@@ -155,6 +157,8 @@ def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
 
 SLOW_TRIALS = """
 import time
+
+import pytest
 import torch
 import torch.nn as nn
 
@@ -376,3 +380,49 @@ def test_an_oracle_started_inside_a_candidates_hold_leaves_it_held(tmp_path, mon
         evaluator.close()
     holds = [line.split() for line in journal.read_text().splitlines()]
     assert [h[4] for h in holds] == ["theirs:candidate", f"{problem.name}:oracle"], holds
+
+
+class _Standby:
+    """A standby worker's process as Spawned sees it before its job: alive, stdin unread."""
+
+    stdin = None
+
+    def poll(self):
+        return None
+
+
+def _spawned(*written: bytes, close: bool = False):
+    from kforge_search.evaluator.sandbox import Spawned
+
+    read, write = os.pipe()
+    for chunk in written:
+        os.write(write, chunk)
+    if close:
+        os.close(write)
+    return Spawned(_Standby(), read, "token"), write  # type: ignore[arg-type]
+
+
+def test_waiting_for_a_spares_ready_reads_that_line_only():
+    """The evaluator waits for its spare's "ready" holding nothing (pipeline._child, the
+    warm-up on a GPU queues behind timings: standby.warm_up); the events after stay for
+    the child's reader."""
+    spawned, write = _spawned(b'{"type": "ready"}\n{"type": "stage", "stage": "setup"}\n')
+    assert spawned.wait_ready(5.0)
+    os.close(write)
+    with os.fdopen(spawned.read_fd, "rb") as rest:
+        assert rest.read() == b'{"type": "stage", "stage": "setup"}\n'
+
+
+@pytest.mark.parametrize(
+    ("written", "close"),
+    [((), False), ((b'{"type": "rea',), False), ((), True), ((b'{"type": "fail"}\n',), False)],
+    ids=["silent", "cut-short", "ended", "not-ready"],
+)
+def test_a_spare_that_does_not_say_ready_in_time_is_not_taken(written, close):
+    spawned, write = _spawned(*written, close=close)
+    started = time.monotonic()
+    assert not spawned.wait_ready(0.3)
+    assert time.monotonic() - started < 3.0
+    os.close(spawned.read_fd)
+    if not close:
+        os.close(write)
