@@ -32,7 +32,7 @@ def warm_up(device: str, context: bool = True) -> None:
         # a factory call under a device context, as every job draws its inputs
         # (inputs.on_device): ~3.5 s of imports, once. Queued behind a waiting timing: its
         # evaluator waits for "ready" holding nothing (pipeline._child). A context created
-        # beside timed runs stalls them (H200: a 0.36 ms matmul's p99 +5%, single calls up
+        # beside timed runs stalls them (H200: a 0.36 ms matmul's p99 +5-17%, single calls up
         # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all.
         with (
             holding(device, False, queue=True),
