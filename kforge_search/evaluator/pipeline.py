@@ -167,7 +167,11 @@ class Evaluator(BaselineRuns):
             limits = replace(limits or self.config.limits(), memory_mb=job.memory_limit_mb)
             with Child(path, work, limits, {**env, "TMPDIR": str(work)}, prefix,
                        spare=spare) as child:  # fmt: skip
-                if spares and job.mode == "candidate":  # it waits for "ready" before timing
+                # on a GPU the next spare warms up beside the candidate (its context is done
+                # long before the candidate times); on the CPU its warm-up is the device's
+                # work, and the candidate's timing waited for it (2-CPU machine, an interpreter's
+                # imports: 1.2 s), so it starts once this child has ended (below)
+                if spares and job.mode == "candidate" and job.device.startswith("cuda"):
                     self._spares.prepare(job.device, env)
                 yield child
         finally:
@@ -175,7 +179,7 @@ class Evaluator(BaselineRuns):
                 lock.hold(exclusive=outer == "exclusive")
             else:
                 lock.release()
-            if spares:  # other modes time on their own: their next spare starts after them
+            if spares:  # other modes (and candidates on the CPU): their next spare starts after
                 self._spares.prepare(job.device, env)
 
     def close(self) -> None:
