@@ -3,10 +3,11 @@ on CUDA, created its context, and now waits on stdin for a job.
 
 A candidate still gets a process that no candidate ran in before; it only skips the
 start-up (cpu-cpp at CI sizes on a 2-CPU machine: 1.7 -> 1.4 s per warm evaluation;
-cpu-triton 2.0 -> 1.65 s). The next spare warms up
-while a candidate child builds and verifies; what of its warm-up touches the device (on a
-GPU its CUDA context, on the CPU all of it) holds the device lock shared (standby.py), so it
-never runs beside timed runs, and no evaluator waits for its own spare before timing. Reference and
+cpu-triton 2.0 -> 1.65 s). On a GPU the next spare warms up while a candidate child builds
+and verifies; on the CPU once the candidate's child has ended (pipeline._child). What of its
+warm-up touches the device (on a GPU its CUDA context, on the CPU all of it) holds the device
+lock shared (standby.py), so it never runs beside timed runs; an evaluator waits for its
+spare's "ready" holding nothing. Reference and
 baseline children (which time the reference on their own) get their next spare only once
 they have ended. One spare per evaluator, for the environment it used last.
 

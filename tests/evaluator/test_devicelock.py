@@ -131,6 +131,32 @@ def test_two_evaluators_never_time_beside_the_others_work(tmp_path, monkeypatch)
                 assert other.end <= timed.start or other.start >= timed.end, (timed, other)
 
 
+def test_on_the_cpu_no_spare_warms_up_while_a_candidate_is_evaluated(tmp_path, monkeypatch):
+    """On the CPU a spare's warm-up (an interpreter's imports) holds the lock: started beside
+    the candidate, the candidate's timing waited for it (1.2 s on a 2-CPU machine). The next
+    spare starts once the candidate's child has ended (pipeline._child)."""
+    journal = tmp_path / "journal"
+    monkeypatch.setenv(JOURNAL_ENV, str(journal))
+    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    evaluator = Evaluator(EvalConfig(baselines=(), zygote=False))
+    try:
+        result = evaluator.evaluate(
+            EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cpu-triton")
+        )
+    finally:
+        evaluator.close()
+    assert result.status is Status.OK, result.message
+    holds = parse_journal(journal.read_text())
+    mine = f"{os.getpid()}:"
+    candidate = [h for h in holds if h.holder.startswith(mine) and h.label.endswith(":candidate")]
+    start = min(h.start for h in candidate)
+    timed = max(h.end for h in candidate if h.mode == "exclusive")
+    spares = [h for h in holds if not h.holder.startswith(mine)]
+    assert spares  # the spares did warm up (before the candidate, for it, and after)
+    assert not [h for h in spares if h.start < timed and h.end > start], (candidate, spares)
+
+
 def test_reference_shares_the_device_and_a_baseline_holds_it_alone_only_to_time(
     tmp_path, monkeypatch
 ):
