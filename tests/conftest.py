@@ -38,6 +38,25 @@ def own_cache(folder: Path) -> Path:
     return folder
 
 
+def evaluate_chain(config, platform: str):
+    """level1/10_elementwise_chain (ci sizes) evaluated once with its example candidate for
+    `platform`'s language (triton), by a fresh evaluator; the result, asserted OK."""
+    from kforge_search.evaluator import Evaluator, Status
+    from kforge_search.platforms import get_platform
+    from kforge_search.problem import resolve_problem
+
+    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    evaluator = Evaluator(config)
+    try:
+        result = evaluator.evaluate(
+            EXAMPLES / "triton/elementwise_chain.py", problem, get_platform(platform)
+        )
+    finally:
+        evaluator.close()
+    assert result.status is Status.OK, result.message
+    return result
+
+
 def _has_gpu() -> bool:
     try:
         import torch

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from kforge_search.evaluator import EvalConfig, Evaluator, Status, compiling
+from kforge_search.evaluator import EvalConfig, compiling
 from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV
 from kforge_search.evaluator.oracle import Oracle
 from kforge_search.evaluator.sandbox import EVENT_JOURNAL_ENV
-from kforge_search.platforms import get_platform
-from kforge_search.problem import resolve_problem
-from tests.conftest import EXAMPLES, own_cache
+from tests.conftest import evaluate_chain, own_cache
+
+CHAIN = "10_elementwise_chain"  # the problem evaluate_chain evaluates
 
 
 class Jit:
@@ -105,17 +105,9 @@ def test_on_a_gpu_the_triton_compile_is_outside_the_candidates_shared_holds(monk
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
     journal = tmp_path / "journal"
     monkeypatch.setenv(JOURNAL_ENV, str(journal))
-    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
-    evaluator = Evaluator(EvalConfig(baselines=(), check_unseen=False, spare_child=False))
-    try:
-        result = evaluator.evaluate(
-            EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
-        )
-    finally:
-        evaluator.close()
-    assert result.status is Status.OK, result.message
+    evaluate_chain(EvalConfig(baselines=(), check_unseen=False, spare_child=False), "cuda-triton")
     holds = [line.split() for line in journal.read_text().splitlines()]
-    mine = [h for h in holds if h[4:5] == [f"{problem.name}:candidate"]]
+    mine = [h for h in holds if h[4:5] == [f"{CHAIN}:candidate"]]
     modes = [h[1] for h in mine]
     first_timing = modes.index("exclusive")
     assert modes[:first_timing].count("shared") >= 2, mine
@@ -173,15 +165,7 @@ def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under
     locks, events = tmp_path / "locks.txt", tmp_path / "events.txt"
     monkeypatch.setenv(JOURNAL_ENV, str(locks))
     monkeypatch.setenv(EVENT_JOURNAL_ENV, str(events))
-    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
-    evaluator = Evaluator(EvalConfig(baselines=(), spare_child=False))
-    try:
-        result = evaluator.evaluate(
-            EXAMPLES / "triton/elementwise_chain.py", problem, get_platform("cuda-triton")
-        )
-    finally:
-        evaluator.close()
-    assert result.status is Status.OK, result.message
+    evaluate_chain(EvalConfig(baselines=(), spare_child=False), "cuda-triton")
     holds = [line.split() for line in locks.read_text().splitlines()]
     spans = [(float(h[2]), float(h[3])) for h in holds]
     lines = [line.split(maxsplit=2) for line in events.read_text().splitlines()]
@@ -193,5 +177,5 @@ def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under
     trials = sum(1 for _, _, what in lines if what.startswith("trial"))
     asides = sum(1 for _, _, what in lines if what.startswith("aside"))
     assert asides >= trials > 0, lines
-    mine = [h for h in holds if h[4:5] == [f"{problem.name}:candidate"] and h[1] == "shared"]
+    mine = [h for h in holds if h[4:5] == [f"{CHAIN}:candidate"] and h[1] == "shared"]
     assert len(mine) >= trials, holds
