@@ -38,14 +38,17 @@ def own_cache(folder: Path) -> Path:
     return folder
 
 
+CHAIN = "level1/10_elementwise_chain"  # its name, as the lock journal's labels give it
+
+
 def evaluate_chain(config, platform: str):
-    """level1/10_elementwise_chain (ci sizes) evaluated once with its example candidate for
-    `platform`'s language (triton), by a fresh evaluator; the result, asserted OK."""
+    """CHAIN (ci sizes) evaluated once with its example Triton candidate on `platform`, by a
+    fresh evaluator; the result, asserted OK."""
     from kforge_search.evaluator import Evaluator, Status
     from kforge_search.platforms import get_platform
     from kforge_search.problem import resolve_problem
 
-    problem = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    problem = resolve_problem(CHAIN, size_set="ci")
     evaluator = Evaluator(config)
     try:
         result = evaluator.evaluate(

@@ -13,9 +13,7 @@ from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.devicelock import JOURNAL_ENV, LOCK_DIR_ENV
 from kforge_search.evaluator.oracle import Oracle
 from kforge_search.evaluator.sandbox import EVENT_JOURNAL_ENV
-from tests.conftest import evaluate_chain, own_cache
-
-CHAIN = "10_elementwise_chain"  # the problem evaluate_chain evaluates
+from tests.conftest import CHAIN, evaluate_chain, own_cache
 
 
 class Jit:
