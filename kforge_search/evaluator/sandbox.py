@@ -152,8 +152,8 @@ class Child:
                     event = json.loads(line)
                 except ValueError:
                     continue
-                detail = event.get("stage", event.get("on", "")) if isinstance(event, dict) else ""
-                self._journal(f"{event.get('type') if isinstance(event, dict) else '?'} {detail}")
+                if isinstance(event, dict):
+                    self._journal(f"{event.get('type')} {event.get('stage', event.get('on', ''))}")
                 self._events.put(event)
         self._events.put(None)
 
