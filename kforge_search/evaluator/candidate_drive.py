@@ -288,15 +288,17 @@ class CandidateDrive:
         # writes its own aside); the oracle's runs and the comparison hold it shared
         actual = load(Path(timed_path(job.outputs_path)))
 
+        def ask(on: int, which: list[int]) -> list[list[Any]]:
+            lock.resume_work()  # the oracle's forward runs on the device, its file aside
+            return oracle().outputs(on, which, lock.step_aside)
+
         def asked(on: int, which: list[int]) -> list[list[Any]]:
             if not which:
                 return []
             try:
-                lock.resume_work()
-                return oracle().outputs(on, which, lock.step_aside)
+                return ask(on, which)
             except OracleError:
-                lock.resume_work()
-                return oracle().outputs(on, which, lock.step_aside)
+                return ask(on, which)
 
         expected = asked(draw, runs) + asked(burst_draw, calls)
         lock.resume_work()
