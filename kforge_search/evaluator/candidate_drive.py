@@ -44,6 +44,8 @@ from kforge_search.evaluator.trial_check import TrialCheck
 from kforge_search.evaluator.verify import compare_timed, placed
 from kforge_search.problem import Problem
 
+UNSEEN_SKIPPED = "the unseen sizes were not checked"
+
 
 def reveal(runs: list[int], calls: list[int]) -> str:
     """The command that asks a candidate's child for the chosen runs' and calls' outputs."""
@@ -72,6 +74,9 @@ class CandidateDrive:
     """One candidate's child, from the parent's side: `oracle` (and `unseen_oracle`) answer
     for the reference where the parent does not hold it; `lock` is the device's, held shared
     by the child's start; `device` is where the comparisons run (None: the CPU).
+    `unseen_below_ms`: the unseen sizes are checked only for a candidate timed faster than
+    this (the caller's best kept draft: a slower one cannot be kept, so its check would be
+    spent for nothing; its result says `generalizes` "unchecked" and why). None: always.
     `lane_wait`: how long the candidate waited for the timing lane (its own phase)."""
 
     child: Child
@@ -83,6 +88,7 @@ class CandidateDrive:
     lock: DeviceLock
     config: EvalConfig
     device: str | None
+    unseen_below_ms: float | None = None
     lane_wait: float = 0.0
 
     def result(self, base: EvalResult) -> EvalResult:
@@ -120,9 +126,14 @@ class CandidateDrive:
         chosen: tuple[list[int], list[int]] = ([], [])  # timed runs, burst calls checked
 
         def after_timing(result: EvalResult) -> EvalResult | None:
-            if unseen is None:
+            skipped = self._unseen_skipped(result)
+            if unseen is None or skipped:
                 child.kill("")
-                return replace(result, artifacts=Artifacts(output_tail=output_tail(child)))
+                return replace(
+                    result,
+                    warnings=(*result.warnings, *filter(None, [skipped])),
+                    artifacts=Artifacts(output_tail=output_tail(child)),
+                )
             lock.resume_work()  # the unseen sizes' model and trials run on the device
             child.send("unseen")
             return None
@@ -265,6 +276,18 @@ class CandidateDrive:
                 artifacts=Artifacts(output_tail=output_tail(child)),
             )
         return exit_result(base, child.exit, correctness)
+
+    def _unseen_skipped(self, result: EvalResult) -> str:
+        """Why the unseen sizes are not checked for this timed `result`, or ""."""
+        below, timing = self.unseen_below_ms, result.timing
+        if below is None or self.unseen is None or timing is None or not timing.meaningful:
+            return ""  # (an interpreter's time says nothing of the kernel's speed)
+        if timing.p50_ms < below:
+            return ""
+        return (
+            f"{UNSEEN_SKIPPED}: {timing.p50_ms:.4f} ms is not faster than the best kept draft's "
+            f"{below:.4f} ms, so it could not be kept"
+        )
 
     def _check_timed(self, draw: int, burst_draw: int, chosen: tuple[list[int], list[int]]) -> str:
         """The chosen timed runs' and burst calls' whole outputs (the child saved them)

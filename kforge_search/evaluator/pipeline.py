@@ -345,16 +345,33 @@ class Evaluator(BaselineRuns):
         )
 
     # -- candidates -----------------------------------------------------------------------
-    def evaluate_source(self, source: str, problem: Problem, platform: Platform) -> EvalResult:
+    def evaluate_source(
+        self,
+        source: str,
+        problem: Problem,
+        platform: Platform,
+        *,
+        unseen_below_ms: float | None = None,
+    ) -> EvalResult:
         work = Path(tempfile.mkdtemp(prefix="kforge-src-"))
         try:
             path = work / "candidate.py"
             path.write_text(source)
-            return self.evaluate(path, problem, platform)
+            return self.evaluate(path, problem, platform, unseen_below_ms=unseen_below_ms)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def evaluate(self, candidate: str | Path, problem: Problem, platform: Platform) -> EvalResult:
+    def evaluate(
+        self,
+        candidate: str | Path,
+        problem: Problem,
+        platform: Platform,
+        *,
+        unseen_below_ms: float | None = None,
+    ) -> EvalResult:
+        """`candidate` verified, timed (and profiled) and checked at the unseen sizes; with
+        `unseen_below_ms`, only a candidate timed faster than that is checked there
+        (candidate_drive.CandidateDrive)."""
         if not platform.runnable:
             raise ValueError(f"platform {platform.name} is declared only and cannot run here")
         started = time.monotonic()
@@ -370,11 +387,17 @@ class Evaluator(BaselineRuns):
             candidate_hash=source_hash(source, platform.name),
             sizes=tuple(sorted(problem.sizes.items())),
         )
-        result = self._evaluate(Path(candidate), source, problem, platform, base)
+        result = self._evaluate(Path(candidate), source, problem, platform, base, unseen_below_ms)
         return replace(result, duration_s=round(time.monotonic() - started, 3))
 
     def _evaluate(
-        self, path: Path, source: str, problem: Problem, platform: Platform, base: EvalResult
+        self,
+        path: Path,
+        source: str,
+        problem: Problem,
+        platform: Platform,
+        base: EvalResult,
+        unseen_below_ms: float | None,
     ) -> EvalResult:
         clock = PhaseClock()
         with clock.timed("static_check"):
@@ -444,6 +467,7 @@ class Evaluator(BaselineRuns):
                     self._lock(job.device),  # held shared by _child
                     self.config,
                     self._compare_device(job.device),
+                    unseen_below_ms,
                 )
                 result = drive.result(base)
             # the wait for the timing lane (the device lock, exclusive) is its own phase

@@ -218,13 +218,17 @@ def search_problem(
     parents: list[Parent] = []
 
     def evaluate(draft: Any) -> None:
-        result = evaluator.evaluate_source(draft.source, problem, platform)
+        # a draft no faster than the best kept one cannot be kept: its unseen sizes' check
+        # is spared (candidate_drive.CandidateDrive), as the most of a larger budget's
+        kept = best_parent(parents)
+        below = {"unseen_below_ms": kept.p50_ms} if kept and kept.p50_ms is not None else {}
+        result = evaluator.evaluate_source(draft.source, problem, platform, **below)
         if DEVICE_BUSY_REASON in result.artifacts.reasons:
             # others held the device (its reference or it ran out of memory beside a bench's
             # other jobs): no verdict on the draft, so it is evaluated once more before it
             # counts (H200x2, level 1 at published sizes, 3 jobs a GPU: 38_L1Norm_'s and
             # 39_L2Norm_'s seeds were INFRA_ERROR so, and only their mutants were timed)
-            result = evaluator.evaluate_source(draft.source, problem, platform)
+            result = evaluator.evaluate_source(draft.source, problem, platform, **below)
         parents.append(Parent(draft, result))
         if on_result is not None:
             on_result(parents[-1])

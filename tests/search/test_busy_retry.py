@@ -20,7 +20,7 @@ class _Crowded(_Evaluator):
         super().__init__()
         self.busy, self.calls = busy, []
 
-    def evaluate_source(self, source, problem, platform):
+    def evaluate_source(self, source, problem, platform, unseen_below_ms=None):
         from kforge_search.evaluator.result import DEVICE_BUSY_REASON, Artifacts
 
         self.calls.append(source)

@@ -371,7 +371,7 @@ class _Evaluator:
         if self.reference_error is not None:
             raise self.reference_error
 
-    def evaluate_source(self, source, problem, platform):
+    def evaluate_source(self, source, problem, platform, unseen_below_ms=None):
         return result(Status.OK, 1.0)
 
 
@@ -597,3 +597,32 @@ def test_problems_in_flight_at_ctrl_c_leave_no_row(tmp_path, monkeypatch):
     finally:
         first.close()
     assert rows == ["first"]
+
+
+class _Timed(_Evaluator):
+    """Times its drafts at the given p50s in turn, and records what it was asked."""
+
+    def __init__(self, times: list[tuple[float, str]]):
+        super().__init__()
+        self.times, self.asked = list(times), []
+
+    def evaluate_source(self, source, problem, platform, unseen_below_ms=None):
+        self.asked.append(unseen_below_ms)
+        ms, generalizes = self.times.pop(0)
+        return result(Status.OK, ms, generalizes)
+
+
+class _Drafts(_Agent):
+    def __init__(self):
+        super().__init__(fail_at=99)
+
+
+def test_each_draft_after_the_first_kept_one_is_checked_at_the_unseen_sizes_only_if_faster():
+    """The evaluator is told the best kept draft's time: a draft no faster cannot be kept, so
+    its unseen sizes' check is spared. A draft that failed the unseen sizes is not kept."""
+    from kforge_search.platforms import get_platform
+
+    ev = _Timed([(2.0, "yes"), (1.0, "no"), (3.0, "unchecked"), (1.5, "yes"), (1.2, "yes")])
+    searched = search_problem(PROBLEM, get_platform("cuda-triton"), "strict", 5, ev, _Drafts())
+    assert ev.asked == [None, 2.0, 2.0, 2.0, 1.5]
+    assert best_parent(searched.parents).p50_ms == 1.2
