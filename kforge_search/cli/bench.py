@@ -20,7 +20,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from kforge_search.cli.bench_jobs import OneAtATime, device_shares, in_parallel
+from kforge_search.cli.bench_jobs import SIDE_BY_SIDE, OneAtATime, device_shares, in_parallel
 from kforge_search.cli.output import CELL_CHARS, Column, FormatOpt, check_format, emit, note
 
 console = Console()
@@ -114,6 +114,7 @@ def progress_line(name: str, parent: Any) -> str:
 def _bench_problem(
     problem: Any,
     evaluator: Any,
+    lent: Any = None,
     *,
     platform: Any,
     policy: str,
@@ -150,7 +151,7 @@ def _bench_problem(
     try:
         searched = search_problem(
             problem, platform, policy, budget, evaluator, agent, seed,
-            on_result=show, screen=screen, on_screen=show_screen,
+            on_result=show, screen=screen, on_screen=show_screen, lent=lent,
         )  # fmt: skip
         parents, stop = searched.parents, searched.unsupported
         plan = agent.plan(problem)  # traced once, by the agent (cached there)
@@ -474,7 +475,8 @@ def bench_cmd(
         _emit(rows, fmt)
         _report(summary, policy, paths, fmt)
         return
-    agent = BuiltinAgent() if jobs == 1 else OneAtATime(BuiltinAgent())
+    # with jobs, a problem's drafts may go side by side on idle jobs' evaluators (Lender)
+    agent = BuiltinAgent() if jobs == 1 else OneAtATime(BuiltinAgent(SIDE_BY_SIDE))
     rows: list[Any] = [done[p.name] for p in problems if p.name in done]
     device, started = "", time.monotonic()
     order = {p.name: i for i, p in enumerate(problems)}

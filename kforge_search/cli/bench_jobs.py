@@ -5,6 +5,8 @@ Timed runs still hold the device alone (evaluator/devicelock.py)."""
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+import functools
 import queue
 import threading
 from typing import Any
@@ -52,6 +54,56 @@ def device_shares(platform: Any, agent: OneAtATime) -> Any:
     return share
 
 
+# drafts of one problem evaluated side by side at most (its own evaluator and idle ones
+# lent to it): the agent proposes that many at once (bench.py's BuiltinAgent)
+SIDE_BY_SIDE = 4
+
+
+class Lender:
+    """The idle evaluators of a bench's jobs, lent to a problem's search for its drafts side
+    by side once every problem has started (a problem that waits for a job comes first):
+    the last problems of a bench at budget 16 ran their drafts one after another while the
+    other jobs had nothing left to do (H200, 14 level-2 problems, 8 jobs: 90-272 s each,
+    and the bench took as long as the slowest). A lent evaluator takes the problem's share of
+    the device (device_room.py) while it has it, and its oracles end when it comes back."""
+
+    def __init__(self, idle: queue.SimpleQueue[Any], room: Any, waiting: Any):
+        self._idle, self._room, self._waiting = idle, room, waiting
+
+    def borrow(self, most: int, share: float) -> list[Any]:
+        lent: list[Any] = []
+        while len(lent) < most and not self._waiting():
+            if not self._room.take_if_room(share):
+                break
+            try:
+                lent.append(self._idle.get_nowait())
+            except queue.Empty:
+                self._room.give(share)
+                break
+        return lent
+
+    def give_back(self, lent: list[Any], share: float) -> None:
+        for evaluator in lent:
+            evaluator.close_oracles()  # the problem's reference leaves the device with it
+            self._room.give(share)
+            self._idle.put(evaluator)
+
+
+@dataclasses.dataclass(frozen=True)
+class Lent:
+    """What one problem may borrow from a Lender (search/suite_bench.search_problem)."""
+
+    lender: Lender
+    share: float
+    most: int = SIDE_BY_SIDE - 1
+
+    def borrow(self, wanted: int) -> list[Any]:
+        return self.lender.borrow(min(wanted, self.most), self.share)
+
+    def give_back(self, lent: list[Any]) -> None:
+        self.lender.give_back(lent, self.share)
+
+
 def in_parallel(
     problems: list[Any],
     run: Any,
@@ -86,12 +138,18 @@ def in_parallel(
         idle.put(evaluator)
     lock = threading.Lock()
     stopped = threading.Event()  # Ctrl-C: no row after it (see below)
+    unstarted = [len(problems)]  # problems that have no evaluator yet
+    lender = Lender(idle, room, lambda: unstarted[0] > 0)
 
     def one(problem: Any) -> None:
         evaluator = idle.get()
+        with lock:
+            unstarted[0] -= 1
+        share = shares[id(problem)]
+        lent = functools.partial(Lent, lender, share)
         try:
-            with room.taken(shares[id(problem)]):
-                row, parents = run(problem, evaluator)
+            with room.taken(share):
+                row, parents = run(problem, evaluator, lent())
             if row.status == DEVICE_BUSY and not stopped.is_set():  # others held the device:
                 with room.taken(room.capacity):  # again, alone on it
                     row, parents = run(problem, evaluator)

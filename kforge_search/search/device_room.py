@@ -47,6 +47,25 @@ class DeviceRoom:
             return True
         return self._free is not None and self._free() < share
 
+    def take_if_room(self, share: float) -> bool:
+        """`share` taken at once where there is room for it, without waiting (give it back
+        with `give`); False where there is none, or no other holder (a job alone does not
+        lend it room: the job itself holds a share)."""
+        share = min(max(share, 0.0), self.capacity)
+        with self._cond:
+            if not self._holders or self._no_room(share):
+                return False
+            self._used += share
+            self._holders += 1
+            return True
+
+    def give(self, share: float) -> None:
+        share = min(max(share, 0.0), self.capacity)
+        with self._cond:
+            self._used -= share
+            self._holders -= 1
+            self._cond.notify_all()
+
     @contextlib.contextmanager
     def taken(self, share: float) -> Iterator[None]:
         share = min(max(share, 0.0), self.capacity)

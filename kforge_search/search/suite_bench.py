@@ -16,6 +16,7 @@ on: REFERENCE_FAILED (its reference raised or exceeded a limit of the evaluator)
 
 from __future__ import annotations
 
+import concurrent.futures
 import csv
 import dataclasses
 import json
@@ -202,6 +203,7 @@ def search_problem(
     on_result: Callable[[Parent], None] | None = None,
     screen: int = 0,
     on_screen: Callable[[list[Any]], None] | None = None,
+    lent: Any = None,
 ) -> Searched:
     """Evaluate up to `budget` drafts.
 
@@ -210,28 +212,39 @@ def search_problem(
     timed platform), that many genomes are first timed in this process (agents/screen.py)
     and the fastest `budget` go to the evaluator; what budget is left goes to the agent's
     own proposals. The agent raising before any draft is evaluated raises AgentError; later,
-    the search stops there and `Searched.agent_error` says why."""
+    the search stops there and `Searched.agent_error` says why. `lent` (cli/bench_jobs.Lent):
+    after the first draft, evaluators idle elsewhere are borrowed, and the agent is asked for
+    as many drafts more, evaluated side by side."""
     support = _ask(agent.supports, problem, platform)
     if not support.ok:
         return Searched([], unsupported=support.reason)
     evaluator.reference(problem, platform)  # cached: the first evaluation reuses it
     parents: list[Parent] = []
 
-    def evaluate(draft: Any) -> None:
+    def evaluated(draft: Any, on: Any, kept: Parent | None) -> Parent:
         # a draft no faster than the best kept one cannot be kept: its unseen sizes' check
         # is spared (candidate_drive.CandidateDrive), as the most of a larger budget's
-        kept = best_parent(parents)
         below = {"unseen_below_ms": kept.p50_ms} if kept and kept.p50_ms is not None else {}
-        result = evaluator.evaluate_source(draft.source, problem, platform, **below)
+        result = on.evaluate_source(draft.source, problem, platform, **below)
         if DEVICE_BUSY_REASON in result.artifacts.reasons:
             # others held the device (its reference or it ran out of memory beside a bench's
             # other jobs): no verdict on the draft, so it is evaluated once more before it
             # counts (H200x2, level 1 at published sizes, 3 jobs a GPU: 38_L1Norm_'s and
             # 39_L2Norm_'s seeds were INFRA_ERROR so, and only their mutants were timed)
-            result = evaluator.evaluate_source(draft.source, problem, platform, **below)
-        parents.append(Parent(draft, result))
-        if on_result is not None:
-            on_result(parents[-1])
+            result = on.evaluate_source(draft.source, problem, platform, **below)
+        return Parent(draft, result)
+
+    def evaluate(drafts: list[Any], on: list[Any]) -> None:
+        kept = best_parent(parents)
+        if len(drafts) == 1:
+            done = [evaluated(drafts[0], on[0], kept)]
+        else:  # side by side, each on its own evaluator; kept in the drafts' order
+            with concurrent.futures.ThreadPoolExecutor(len(drafts)) as pool:
+                done = list(pool.map(evaluated, drafts, on, [kept] * len(drafts)))
+        for parent in done:
+            parents.append(parent)
+            if on_result is not None:
+                on_result(parent)
 
     try:
         if screen > 0 and platform.timing_meaningful:
@@ -246,16 +259,20 @@ def search_problem(
             if on_screen is not None:
                 on_screen(ranked)
             for draft in drafts:
-                evaluate(draft)
+                evaluate([draft], [evaluator])
         while len(parents) < budget:
-            context = Context(
-                problem, platform, policy, tuple(parents), budget=budget - len(parents), seed=seed
-            )
-            drafts = _ask(agent.propose, context)
-            if not drafts:
-                break
-            for draft in drafts[: budget - len(parents)]:
-                evaluate(draft)
+            left = budget - len(parents)
+            extra = lent.borrow(left - 1) if lent is not None and parents else []
+            try:
+                context = Context(problem, platform, policy, tuple(parents),
+                                  budget=1 + len(extra), seed=seed, remaining=left)  # fmt: skip
+                drafts = _ask(agent.propose, context)[: 1 + len(extra)]
+                if not drafts:
+                    break
+                evaluate(drafts, [evaluator, *extra])
+            finally:
+                if extra:
+                    lent.give_back(extra)
     except AgentError as exc:
         if not parents:
             raise

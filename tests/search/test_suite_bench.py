@@ -9,6 +9,7 @@ import io
 import json
 import math
 import shutil
+import types
 
 import pytest
 import typer
@@ -435,7 +436,7 @@ def test_problems_go_smallest_device_share_first():
     ran: list[str] = []
     shares = {"a_huge": 1.3, "b": 0.1, "c_huge": 0.7, "d": 0.0, "e": 0.1}
 
-    def run(problem, evaluator):
+    def run(problem, evaluator, lent=None):
         ran.append(problem)
         return BenchRow(problem, "OK"), []
 
@@ -457,7 +458,7 @@ def test_a_problem_refused_for_a_busy_device_runs_again_alone():
     ran: list[str] = []
     rows: dict[str, str] = {}
 
-    def run(problem, evaluator):
+    def run(problem, evaluator, lent=None):
         ran.append(problem)
         busy = problem == "b" and ran.count("b") == 1
         return BenchRow(problem, DEVICE_BUSY if busy else "OK"), []
@@ -570,7 +571,7 @@ def test_problems_in_flight_at_ctrl_c_leave_no_row(tmp_path, monkeypatch):
     started, release, ended = threading.Event(), threading.Event(), threading.Event()
     rows: list[str] = []
 
-    def run(problem, evaluator):
+    def run(problem, evaluator, lent=None):
         if problem == "in_flight":
             started.set()
             release.wait(30)
@@ -626,3 +627,70 @@ def test_each_draft_after_the_first_kept_one_is_checked_at_the_unseen_sizes_only
     searched = search_problem(PROBLEM, get_platform("cuda-triton"), "strict", 5, ev, _Drafts())
     assert ev.asked == [None, 2.0, 2.0, 2.0, 1.5]
     assert best_parent(searched.parents).p50_ms == 1.2
+
+
+class _Pool:
+    """Evaluators lent to a problem: `free` of them, each recorded while it is out."""
+
+    def __init__(self, free: int):
+        self.free, self.out, self.asked = free, 0, []
+
+    def borrow(self, wanted):
+        self.asked.append(wanted)
+        n = min(wanted, self.free)
+        self.free, self.out = self.free - n, self.out + n
+        return [_Timed([(1.0 + i, "yes")] * 20) for i in range(n)]
+
+    def give_back(self, lent):
+        self.free, self.out = self.free + len(lent), self.out - len(lent)
+
+
+class _Many(_Agent):
+    """Proposes as many drafts as the context's budget allows, each its own."""
+
+    def __init__(self):
+        super().__init__(fail_at=99)
+        self.asked = []
+
+    def propose(self, context):
+        self.asked.append((context.budget, context.remaining))
+        n = len(context.parents)
+        return [
+            Draft(f"# draft {n + i}", "cuda-triton", "fake", "note") for i in range(context.budget)
+        ]
+
+
+def test_lent_evaluators_take_drafts_side_by_side_after_the_first_and_come_back():
+    from kforge_search.platforms import get_platform
+
+    pool, agent = _Pool(free=2), _Many()
+    own = _Timed([(5.0, "yes")] * 20)
+    searched = search_problem(
+        PROBLEM, get_platform("cuda-triton"), "strict", 6, own, agent, lent=pool
+    )
+    # the first draft alone; then three at once (two lent), twice: 1 + 3 + 2 = 6
+    assert agent.asked == [(1, 6), (3, 5), (2, 2)]
+    assert pool.asked == [4, 1] and pool.out == 0 and pool.free == 2
+    assert [p.draft.source for p in searched.parents] == [f"# draft {i}" for i in range(6)]
+    assert len(own.asked) == 3  # the first draft and the first of each side-by-side step
+    assert best_parent(searched.parents).p50_ms == 1.0  # a lent evaluator's draft is kept
+
+
+def test_a_lender_lends_nothing_while_a_problem_waits_or_the_device_has_no_room():
+    import queue
+
+    from kforge_search.cli.bench_jobs import Lender
+    from kforge_search.search.device_room import DeviceRoom
+
+    idle: queue.SimpleQueue = queue.SimpleQueue()
+    for name in ("e1", "e2", "e3"):
+        idle.put(types.SimpleNamespace(name=name, close_oracles=lambda: None))
+    room, waiting = DeviceRoom(), [True]
+    lender = Lender(idle, room, lambda: waiting[0])
+    with room.taken(0.3):  # the borrowing problem's own share
+        assert lender.borrow(3, 0.3) == []  # another problem waits for a job
+        waiting[0] = False
+        lent = lender.borrow(3, 0.3)
+        assert len(lent) == 2  # 0.3 x 3 fits, a fourth would not
+        lender.give_back(lent, 0.3)
+        assert len(lender.borrow(1, 0.3)) == 1
