@@ -45,8 +45,16 @@ class EvaluatorActor:
         state = availability(get_platform(platform_name))
         return "" if state.ok else state.reason
 
-    def evaluate(self, source: str, problem: Problem, platform_name: str) -> EvalResult:
-        return self._evaluator.evaluate_source(source, problem, get_platform(platform_name))
+    def evaluate(
+        self,
+        source: str,
+        problem: Problem,
+        platform_name: str,
+        unseen_below_ms: float | None = None,
+    ) -> EvalResult:
+        return self._evaluator.evaluate_source(
+            source, problem, get_platform(platform_name), unseen_below_ms=unseen_below_ms
+        )
 
     def check_reference(self, problem: Problem, platform_name: str) -> str:
         """Run the problem's reference here (and at its unseen sizes, when candidates are

@@ -64,6 +64,7 @@ class EvalRequest:
     key: str
     source: str
     problem: Problem
+    unseen_below_ms: float | None = None  # search.evaluations.Request's
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class EvaluatorPool:
                 warm.remove(request.problem.id)
             warm.append(request.problem.id)
             ref = self._actors[slot].evaluate.remote(
-                request.source, request.problem, self.platform.name
+                request.source, request.problem, self.platform.name, request.unseen_below_ms
             )
             self._running[ref] = _Running(slot, request, attempt)
 
@@ -222,7 +223,7 @@ class EvaluatorPool:
     def evaluate_many(self, requests: Iterable[Any]) -> Iterator[tuple[str, EvalResult]]:
         """`(key, result)` for requests with `key`, `source` and `problem` (a search
         generation's `Request`s), in the order they finish."""
-        asked = (EvalRequest(r.key, r.source, r.problem) for r in requests)
+        asked = (_asked(r) for r in requests)
         for outcome in self.map(asked):
             yield outcome.request.key, outcome.result
 
@@ -333,6 +334,12 @@ class EvaluatorPool:
         self.shutdown()
 
 
+def _asked(request: Any) -> EvalRequest:
+    """A search's `Request` (or anything with its fields) as the pool's."""
+    below = getattr(request, "unseen_below_ms", None)
+    return EvalRequest(request.key, request.source, request.problem, below)
+
+
 class PoolEvaluations:
     """An `EvaluatorPool` as `search.evaluations.Evaluations`: requests with `key`, `source`
     and `problem` (a search's `Request`s) go to the pool's queue, `poll` returns
@@ -346,7 +353,7 @@ class PoolEvaluations:
         return self.pool.size
 
     def submit(self, request: Any) -> None:
-        self.pool.submit(EvalRequest(request.key, request.source, request.problem))
+        self.pool.submit(_asked(request))
 
     def poll(self, timeout: float | None = None) -> list[tuple[str, EvalResult]]:
         return [(o.request.key, o.result) for o in self.pool.poll(timeout)]

@@ -22,6 +22,14 @@ class Request:
     key: str  # unique while pending: "<lineage id>/<step>/<draft index>"
     source: str
     problem: Problem
+    # the unseen sizes are checked only for a draft timed faster than this: the best kept
+    # draft of its problem so far (steps.Stepper; candidate_drive.CandidateDrive)
+    unseen_below_ms: float | None = None
+
+    def asked(self) -> dict[str, float]:
+        """The evaluator's keyword arguments beyond the source, problem and platform."""
+        below = self.unseen_below_ms
+        return {} if below is None else {"unseen_below_ms": below}
 
 
 Evaluated = tuple[str, EvalResult]  # (request key, its result)

@@ -39,7 +39,7 @@ def sequential(evaluator: object, platform: Platform) -> EvaluateMany:
 
     def evaluate_many(requests: Sequence[Request]) -> Iterator[tuple[str, EvalResult]]:
         for r in requests:
-            yield r.key, evaluator.evaluate_source(r.source, r.problem, platform)  # type: ignore[attr-defined]
+            yield r.key, evaluator.evaluate_source(r.source, r.problem, platform, **r.asked())  # type: ignore[attr-defined]
 
     return evaluate_many
 

@@ -105,6 +105,24 @@ class Stepper:
         """Requests submitted and not answered yet."""
         return len(self._requests)
 
+    def kept_ms(self, problem: Problem, platform: str) -> float | None:
+        """The fastest time of a draft of `problem` on `platform` that the search keeps
+        (verified, timed meaningfully, not failing the unseen sizes), None before one: a
+        draft no faster cannot win, so its unseen sizes' check is spared. The search's, not
+        the lineage's: a result is shared by every lineage that writes the same kernel."""
+        prefix = f"{problem.id}|{problem.sizes_key}|"  # result_key's, less the source's
+        times = [
+            r.timing.p50_ms
+            for key, r in self.known.items()
+            if key.startswith(prefix)
+            and r.platform == platform
+            and r.ok
+            and r.generalizes != "no"
+            and r.timing is not None
+            and r.timing.meaningful
+        ]
+        return min(times, default=None)
+
     # -- work -------------------------------------------------------------------------------
     def start(
         self,
@@ -158,7 +176,8 @@ class Stepper:
             if key in self.known or key in self._evaluating:
                 asked.append(None)  # the search has its result, or will have it
                 continue
-            request = Request(f"{lineage_id}/{lin.generation}/{i}", draft.source, lin.problem)
+            request = Request(f"{lineage_id}/{lin.generation}/{i}", draft.source, lin.problem,
+                              self.kept_ms(lin.problem, lin.platform.name))  # fmt: skip
             self._requests[request.key] = (evaluations, key)
             self._evaluating[key] = request.key
             evaluations.submit(request)

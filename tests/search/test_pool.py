@@ -162,8 +162,9 @@ class _Actor:
         self.evaluate = self
         self.slot, self.sent = slot, sent
 
-    def remote(self, source, problem, platform):
+    def remote(self, source, problem, platform, unseen_below_ms=None):
         self.sent.append((self.slot, problem.id))
+        self.below = unseen_below_ms
         return f"ref-{len(self.sent)}"
 
 
@@ -214,3 +215,19 @@ def test_a_passed_over_head_is_sent_once_the_pool_has_passed_it_size_times():
         pool._idle = deque([0])
         pool._dispatch()
     assert [problem for _, problem in sent] == [a.id, b.id, a.id]  # a, then b's turn (size 1)
+
+
+def test_a_requests_best_kept_time_reaches_the_actor():
+    """search.evaluations.Request's unseen_below_ms goes with it to the evaluator actor."""
+    from kforge_search.actors.pool import PoolEvaluations
+    from kforge_search.search.evaluations import Request
+
+    sent: list = []
+    pool = EvaluatorPool.__new__(EvaluatorPool)
+    pool._actors = [_Actor(0, sent)]
+    pool.platform = get_platform("cpu-cpp")
+    pool._idle, pool._queue, pool._running, pool._warm = deque([0]), deque(), {}, {}
+    pool._passed = 0
+    a = resolve_problem("level1/10_elementwise_chain", size_set="ci")
+    PoolEvaluations(pool).submit(Request("1", "", a, unseen_below_ms=1.5))
+    assert sent == [(0, a.id)] and pool._actors[0].below == 1.5

@@ -320,3 +320,27 @@ def test_replaying_answers_stored_drafts_in_the_order_asked_before_the_evaluator
     assert [r.key for _, r in inner.submitted] == ["k2"] and replaying.capacity == 1
     assert [k for k, _ in replaying.poll()] == ["k2"]
     assert resumed.replayed == set(stored)
+
+
+def test_each_request_carries_its_problems_best_kept_time_for_the_unseen_check():
+    """A draft no faster than the best the search keeps for its problem cannot win: its
+    request says that time (candidate_drive: its unseen sizes' check is spared). Another
+    problem's results say nothing of it."""
+    evaluations = Threaded(workers=1)
+    search = _search(
+        [Agent("a", ms=2.0), Agent("b", ms=1.0)],
+        evaluations,
+        problems=(PROBLEM, OTHER),
+        generations=3,
+        in_flight_per_evaluator=1,
+    )
+    search.run()
+    seen: dict[str, list[float]] = {}  # problem -> times of the requests answered so far
+    asked = 0
+    for _, request in evaluations.submitted:
+        times = seen.setdefault(request.problem.id, [])
+        # one worker, one request in flight: each answered before the next is submitted
+        assert request.unseen_below_ms == (min(times) if times else None), request.key
+        asked += request.unseen_below_ms is not None
+        times.append(float(_value(request.source, "MS")))
+    assert len(seen) == 2 and asked >= 4
