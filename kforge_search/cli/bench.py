@@ -330,7 +330,8 @@ def bench_cmd(
         int,
         typer.Option(
             help="problems benched at once, each with its own evaluator: builds, verification "
-            "and torch.compile go side by side, timed runs still hold the device alone"
+            "and torch.compile go side by side, timed runs still hold the device alone; once "
+            "every problem has started, idle evaluators take a problem's drafts side by side"
         ),
     ] = 1,
     throughput: Annotated[
