@@ -24,9 +24,11 @@ SetOpt = Annotated[
 
 
 def fail(message: str, hint: str = "", code: int = 2) -> None:
-    err.print(f"[bold red]Error:[/] {message}", highlight=False)
+    # one line each, however long (the terminal wraps it): a path in it is not cut, and no
+    # wrapped piece of it starts with "Error:" (a database's "IO Error: The file ...")
+    err.print(f"[bold red]Error:[/] {message}", highlight=False, soft_wrap=True)
     if hint:
-        err.print(f"[dim]Hint:[/] {hint}", highlight=False)
+        err.print(f"[dim]Hint:[/] {hint}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
