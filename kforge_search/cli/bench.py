@@ -376,6 +376,7 @@ def bench_cmd(
         suite_problems,
     )
     from kforge_search.evaluator import EvalConfig, Evaluator
+    from kforge_search.evaluator.candidate_drive import UNSEEN_SKIPPED
     from kforge_search.search.device_room import free_share
     from kforge_search.search.suite_bench import (
         BenchError,
@@ -484,7 +485,12 @@ def bench_cmd(
     for row in rows:
         log.print(f"[dim]{row.problem}: kept from the earlier run[/]", highlight=False)
 
+    # drafts evaluated in this run (the finished problems'), and how many of them were not
+    # checked at the unseen sizes (slower than their problem's best kept draft)
+    counts = {"evaluations": 0, "unseen_skipped": 0}
+
     def save(rows: list[Any], complete: bool) -> tuple[Any, Path, Path]:
+        seconds = round(time.monotonic() - started, 1)
         meta = {
             "suite": suite,
             "platform": plat.name,
@@ -497,9 +503,11 @@ def bench_cmd(
             "merged": list(merge or []),
             "rest_of": rest_of or "",
             "device": device,
-            "seconds": round(time.monotonic() - started, 1),
+            "seconds": seconds,
             "complete": complete,
             "resumed": sorted(done),
+            **counts,
+            "evaluations_per_minute": round(60 * counts["evaluations"] / max(seconds, 1e-9), 2),
         }
         rows = sorted(rows, key=lambda r: order.get(r.problem, len(order)))
         summary = summarize(rows)
@@ -508,6 +516,10 @@ def bench_cmd(
     def finished(row: Any, parents: list[Any]) -> None:
         nonlocal device
         device = device or next((p.result.device_name for p in parents), "")
+        counts["evaluations"] += len(parents)
+        counts["unseen_skipped"] += sum(
+            any(w.startswith(UNSEEN_SKIPPED) for w in p.result.warnings) for p in parents
+        )
         rows.append(row)
         if row.verified:
             chosen = best_parent(parents)
@@ -540,6 +552,14 @@ def bench_cmd(
     summary, json_path, csv_path = save(rows, complete=True)
     _emit(rows, fmt)
     _report(summary, policy, (json_path, csv_path), fmt)
+    seconds = time.monotonic() - started
+    note(
+        f"{counts['evaluations']} evaluations in {seconds:.0f} s "
+        f"({60 * counts['evaluations'] / max(seconds, 1e-9):.1f} a minute); "
+        f"{counts['unseen_skipped']} of them no faster than their problem's best kept draft, "
+        "so not checked at the unseen sizes",
+        fmt,
+    )
 
 
 def _interrupted(json_path: Path, kept: int, total: int, threads: bool) -> None:

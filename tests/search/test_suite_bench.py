@@ -173,6 +173,10 @@ def test_bench_command_on_cpu_triton(tmp_path):
     assert (tmp_path / "bench.csv").is_file()
     assert (tmp_path / "best" / "06_gemm_add_leaky_relu.py").is_file()
     assert "geomean speedup" in out.output
+    # the run's own rate: its drafts (the interpreter's times skip no unseen check)
+    meta = data["meta"]
+    assert meta["evaluations"] == row["attempts"] == 1 and meta["unseen_skipped"] == 0
+    assert meta["evaluations_per_minute"] > 0 and "1 evaluations in" in out.output
 
 
 def test_bench_jobs_run_problems_side_by_side_and_keep_the_suite_order(tmp_path):
