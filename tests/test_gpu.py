@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kforge_search.evaluator import EvalConfig, Evaluator, Status
@@ -181,3 +183,44 @@ def test_profile_stage_times_device_kernels_and_reads_ncu(platform, candidate):
     report = Analyst().report(problem, plat, "strict", Parent(Draft("", platform, "x", ""), result))
     assert not isinstance(report, str) and "us/call" in report.digest
     print(report.digest, report.analysis.text(), sep="\n")  # shown with -s on the device
+
+
+ADVERSARIAL = Path(__file__).parent / "adversarial" / "candidates"
+ORACLE_CASES = [  # (platform, candidate, problem, the reason it is rejected for: "" is OK)
+    ("cuda-triton", EXAMPLES / "triton/gemm_bias_relu.py", "level2/01_gemm_bias_relu", ""),
+    ("cuda-cpp", EXAMPLES / "cuda_cpp/gemm_bias_relu.py", "level2/01_gemm_bias_relu", ""),
+    ("cuda-triton", ADVERSARIAL / "30a_precomputed_timing_inputs.py",
+     "level1/10_elementwise_chain", "timing:stale-output"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("platform", "candidate", "problem", "reason"), ORACLE_CASES)
+def test_the_oracle_compares_chosen_runs_shared_over_cuda_ipc(
+    platform, candidate, problem, reason, monkeypatch
+):
+    """EvalConfig.timed_check_in_oracle on a GPU: the chosen timed runs' outputs go to the
+    oracle as CUDA IPC handles and it compares them against a held reference (no file of
+    outputs on either side); an honest kernel stays OK, a stale one is caught."""
+    from kforge_search.evaluator.oracle import Oracle
+
+    asked: list[str] = []
+    real = Oracle.compare_runs
+
+    def compare_runs(self, spec):
+        asked.append(spec.path)
+        return real(self, spec)
+
+    monkeypatch.setattr(Oracle, "compare_runs", compare_runs)
+    made = Evaluator(EvalConfig(baselines=(), timed_check_in_oracle=True))
+    try:
+        result = made.evaluate(
+            candidate, resolve_problem(problem, size_set="ci"), get_platform(platform)
+        )
+    finally:
+        made.close()
+    if reason:
+        assert result.status is Status.REJECTED, result.message
+        assert result.artifacts.reasons == (reason,), result.message
+    else:
+        assert result.status is Status.OK and result.timing.meaningful, result.message
+    assert asked, "the chosen runs were not compared in the oracle"

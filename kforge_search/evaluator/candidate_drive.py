@@ -302,7 +302,8 @@ class CandidateDrive:
         # beside atol, twice the float32 reference's own error (the float64 rule's bound for
         # an output as exact as the reference: verify.py), which the oracle shares
         slack = [2 * e for e in ref.numerics.float32_error]
-        if ref.streamed is not None:  # compared in the oracle (oracle_compare.py)
+        if ref.streamed is not None or job.share_timed:  # compared in the oracle
+            # (oracle_compare.py; the outputs came as CUDA IPC handles where it shares them)
             lock.resume_work()
             spec = RunSpec(self.config.policy, draw, runs, calls, timed_path(job.outputs_path),
                            slack, burst_draw)  # fmt: skip

@@ -29,6 +29,12 @@ def _zygote_default() -> bool:
     return os.environ.get("KFORGE_ZYGOTE", "").strip() != "0"
 
 
+def _timed_check_in_oracle_default() -> bool:
+    """Off, unless $KFORGE_TIMED_CHECK_IN_ORACLE=1 (an A/B on a GPU before it is the
+    default)."""
+    return os.environ.get("KFORGE_TIMED_CHECK_IN_ORACLE", "").strip() == "1"
+
+
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
 NODE_CACHED_SHARE = 0.4  # what all the evaluators of one machine keep together, at most
 
@@ -69,6 +75,13 @@ class EvalConfig:
     # `kforge bench --throughput --duration 2.5`: CPU-s per evaluation 11.69 -> 9.12
     zygote: bool = field(default_factory=_zygote_default)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
+    # the chosen timed runs are compared in the oracle against a held reference too, as
+    # against a streamed one (Job.share_timed): on a CUDA device their outputs go there as
+    # CUDA IPC handles and no file of outputs is written on either side (elsewhere as host
+    # copies: the oracle writes none). Through files, the check of 04_gemm_mish_hardtanh's 6
+    # chosen 64 MiB outputs crossed the disk four times (H200, budget 16: "time-burst" 3-4 s
+    # of a 16 s evaluation). Not yet run on a GPU.
+    timed_check_in_oracle: bool = field(default_factory=_timed_check_in_oracle_default)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
     # evaluators sharing this machine's memory (cached_share): the references each keeps
     host_sharers: int = 1

@@ -70,6 +70,10 @@ class Job:
     # the unseen sizes, whose reference may stream where the first does not
     share_outputs: bool = False
     share_unseen: bool = False
+    # the oracle compares the chosen timed runs, against a held reference too: their outputs
+    # go to it as CUDA IPC handles on a CUDA device, else as host copies
+    # (EvalConfig.timed_check_in_oracle)
+    share_timed: bool = False
 
     @property
     def total_trials(self) -> int:

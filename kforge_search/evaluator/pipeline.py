@@ -450,6 +450,7 @@ class Evaluator(BaselineRuns):
                 unseen_skip_trials=unseen[1].numerics.dropped if unseen else (),
                 share_outputs=cuda and ref.streamed is not None,
                 share_unseen=cuda and unseen is not None and unseen[1].streamed is not None,
+                share_timed=self.config.timed_check_in_oracle,
             )
             unseen_ms = unseen[1].per_call_ms if unseen else 0.0
             limits, used = candidate_limits(

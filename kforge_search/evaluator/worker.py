@@ -120,7 +120,8 @@ def run_candidate(job: Job, channel: Channel) -> None:
         runs, _, calls = " ".join(command[1:]).partition("|")
         path = timed_runs.timed_path(job.outputs_path)
         chosen_runs, chosen_calls = [int(r) for r in runs.split()], [int(c) for c in calls.split()]
-        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls, job.share_outputs,
+        share = job.share_outputs or job.share_timed  # handles for the oracle, held till then
+        timed_runs.save_chosen(path, kept, burst, chosen_runs, chosen_calls, share,
                                aside=lambda: channel.host_work(job.device))  # fmt: skip
         channel.send("revealed")
         command = timed_runs.read_command()

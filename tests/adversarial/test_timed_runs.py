@@ -124,3 +124,30 @@ def test_fewer_outputs_are_checked_where_they_are_large():
     assert timed_check.reveal_counts(4 * 2**20) == (4, 2)
     assert timed_check.reveal_counts(256 * 2**20) == (3, 1)
     assert timed_check.reveal_counts(2 * 2**30) == (1, 1)
+
+
+@pytest.mark.parametrize("name", [HONEST.name, *sorted(FILES)])
+def test_the_oracle_compares_the_chosen_runs_against_a_held_reference_too(name, monkeypatch):
+    """EvalConfig.timed_check_in_oracle: the chosen timed runs go to the oracle (host copies
+    here, CUDA IPC handles on a GPU) and it compares them, as against a streamed reference:
+    the honest chain still passes, and each attack is caught for the same reason."""
+    from kforge_search.evaluator.oracle import Oracle
+
+    asked: list[str] = []
+    for verb in ("compare_runs", "outputs"):
+        real = getattr(Oracle, verb)
+        monkeypatch.setattr(Oracle, verb, lambda self, *a, _r=real, _v=verb, **k: (
+            asked.append(_v), _r(self, *a, **k))[1])  # fmt: skip
+    path = HONEST if name == HONEST.name else CANDIDATES / name
+    made = Evaluator(EvalConfig(baselines=(), timed_check_in_oracle=True))
+    try:
+        result = _chain(made, path)
+    finally:
+        made.close()
+    report = f"{result.status}: {result.message}"
+    if path == HONEST:
+        assert result.status is Status.OK, report
+    else:
+        assert result.status is Status.REJECTED and result.artifacts.reasons == (FILES[name],)
+    if result.artifacts.reasons != ("timing:wall-clock",):  # (caught before any run's check)
+        assert asked and set(asked) == {"compare_runs"}, asked  # no oracle outputs in a file
