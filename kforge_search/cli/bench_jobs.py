@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import functools
 import queue
 import threading
 from typing import Any
@@ -138,18 +137,19 @@ def in_parallel(
         idle.put(evaluator)
     lock = threading.Lock()
     stopped = threading.Event()  # Ctrl-C: no row after it (see below)
-    unstarted = [len(problems)]  # problems that have no evaluator yet
+    # problems not started yet (waiting for an evaluator, or for room on the device): while
+    # there is one, nothing is lent
+    unstarted = [len(problems)]
     lender = Lender(idle, room, lambda: unstarted[0] > 0)
 
     def one(problem: Any) -> None:
         evaluator = idle.get()
-        with lock:
-            unstarted[0] -= 1
         share = shares[id(problem)]
-        lent = functools.partial(Lent, lender, share)
         try:
             with room.taken(share):
-                row, parents = run(problem, evaluator, lent())
+                with lock:
+                    unstarted[0] -= 1
+                row, parents = run(problem, evaluator, Lent(lender, share))
             if row.status == DEVICE_BUSY and not stopped.is_set():  # others held the device:
                 with room.taken(room.capacity):  # again, alone on it
                     row, parents = run(problem, evaluator)
