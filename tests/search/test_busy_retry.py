@@ -10,7 +10,8 @@ import pytest
 
 from kforge_search.evaluator.result import Status
 from kforge_search.search.suite_bench import search_problem
-from tests.search.test_suite_bench import PROBLEM, _Agent, _Evaluator, result
+from tests.search.test_search_problem import _Agent, _Evaluator
+from tests.search.test_suite_bench import PROBLEM, result
 
 
 class _Crowded(_Evaluator):
