@@ -370,6 +370,7 @@ def bench_cmd(
     # drafts evaluated in this run (the finished problems'), and how many of them were not
     # checked at the unseen sizes (slower than their problem's best kept draft)
     counts = {"evaluations": 0, "unseen_skipped": 0}
+    written: dict[str, Any] = {}  # the meta of bench.json as last written
 
     def save(rows: list[Any], complete: bool) -> tuple[Any, Path, Path]:
         seconds = round(time.monotonic() - started, 1)
@@ -391,6 +392,7 @@ def bench_cmd(
             **counts,
             "evaluations_per_minute": round(60 * counts["evaluations"] / max(seconds, 1e-9), 2),
         }
+        written.update(meta)
         rows = sorted(rows, key=lambda r: order.get(r.problem, len(order)))
         summary = summarize(rows)
         return (summary, *write_outputs(rows, summary, Path(out), meta))
@@ -434,12 +436,11 @@ def bench_cmd(
     summary, json_path, csv_path = save(rows, complete=True)
     _emit(rows, fmt)
     _report(summary, policy, (json_path, csv_path), fmt)
-    seconds = time.monotonic() - started
     note(
-        f"{counts['evaluations']} evaluations in {seconds:.0f} s "
-        f"({60 * counts['evaluations'] / max(seconds, 1e-9):.1f} a minute); "
-        f"{counts['unseen_skipped']} of them no faster than their problem's best kept draft, "
-        "so not checked at the unseen sizes",
+        f"{written['evaluations']} evaluations in {written['seconds']:.0f} s "
+        f"({written['evaluations_per_minute']:.1f} a minute); {written['unseen_skipped']} of "
+        "them no faster than their problem's best kept draft, so not checked at the unseen "
+        "sizes",
         fmt,
     )
 
