@@ -260,7 +260,9 @@ def test_kforge_eval_shows_the_peer_on_cpu_cpp():
     assert data["speedup"] and data["speedup_fp32"]
     kinds = {b["kind"]: b for b in data["baselines"]}
     assert set(kinds) == {"eager", "compile", "eager-bf16", "compile-bf16"}
-    assert [c["policy"] for c in kinds["compile"]["checks"]] == ["strict", "loose"]
+    # each policy checked at the problem's sizes, then at its unseen sizes (PeerCheck.unseen)
+    checks = [(c["policy"], c["unseen"]) for c in kinds["compile"]["checks"]]
+    assert checks == [("strict", False), ("loose", False), ("strict", True), ("loose", True)]
 
 
 def test_on_the_cpu_a_bf16_kind_that_fails_strict_at_the_unseen_sizes_is_not_its_peer():
