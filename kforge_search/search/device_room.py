@@ -51,16 +51,15 @@ class DeviceRoom:
         """`share` taken at once where there is room for it, without waiting (give it back
         with `give`); False where there is none, or no other holder (a job alone does not
         lend it room: the job itself holds a share)."""
-        share = min(max(share, 0.0), self.capacity)
+        share = self._clamped(share)
         with self._cond:
             if not self._holders or self._no_room(share):
                 return False
-            self._used += share
-            self._holders += 1
+            self._take(share)
             return True
 
     def give(self, share: float) -> None:
-        share = min(max(share, 0.0), self.capacity)
+        share = self._clamped(share)
         with self._cond:
             self._used -= share
             self._holders -= 1
@@ -68,19 +67,22 @@ class DeviceRoom:
 
     @contextlib.contextmanager
     def taken(self, share: float) -> Iterator[None]:
-        share = min(max(share, 0.0), self.capacity)
+        share = self._clamped(share)
         with self._cond:
             while self._no_room(share):
                 self._cond.wait(FREE_POLL_S if self._free is not None else None)
-            self._used += share
-            self._holders += 1
+            self._take(share)
         try:
             yield
         finally:
-            with self._cond:
-                self._used -= share
-                self._holders -= 1
-                self._cond.notify_all()
+            self.give(share)
+
+    def _clamped(self, share: float) -> float:
+        return min(max(share, 0.0), self.capacity)
+
+    def _take(self, share: float) -> None:  # under self._cond
+        self._used += share
+        self._holders += 1
 
 
 def device_share(module: Any, device_bytes: int) -> float:

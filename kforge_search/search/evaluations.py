@@ -26,11 +26,6 @@ class Request:
     # draft of its problem so far (steps.Stepper; candidate_drive.CandidateDrive)
     unseen_below_ms: float | None = None
 
-    def asked(self) -> dict[str, float]:
-        """The evaluator's keyword arguments beyond the source, problem and platform."""
-        below = self.unseen_below_ms
-        return {} if below is None else {"unseen_below_ms": below}
-
 
 Evaluated = tuple[str, EvalResult]  # (request key, its result)
 EvaluateMany = Callable[[Sequence[Request]], Iterable[Evaluated]]

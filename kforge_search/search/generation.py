@@ -39,7 +39,12 @@ def sequential(evaluator: object, platform: Platform) -> EvaluateMany:
 
     def evaluate_many(requests: Sequence[Request]) -> Iterator[tuple[str, EvalResult]]:
         for r in requests:
-            yield r.key, evaluator.evaluate_source(r.source, r.problem, platform, **r.asked())  # type: ignore[attr-defined]
+            yield (
+                r.key,
+                evaluator.evaluate_source(  # type: ignore[attr-defined]
+                    r.source, r.problem, platform, unseen_below_ms=r.unseen_below_ms
+                ),
+            )
 
     return evaluate_many
 

@@ -224,14 +224,14 @@ def search_problem(
     def evaluated(draft: Any, on: Any, kept: Parent | None) -> Parent:
         # a draft no faster than the best kept one cannot be kept: its unseen sizes' check
         # is spared (candidate_drive.CandidateDrive), as the most of a larger budget's
-        below = {"unseen_below_ms": kept.p50_ms} if kept and kept.p50_ms is not None else {}
-        result = on.evaluate_source(draft.source, problem, platform, **below)
+        below = kept.p50_ms if kept is not None else None
+        result = on.evaluate_source(draft.source, problem, platform, unseen_below_ms=below)
         if DEVICE_BUSY_REASON in result.artifacts.reasons:
             # others held the device (its reference or it ran out of memory beside a bench's
             # other jobs): no verdict on the draft, so it is evaluated once more before it
             # counts (H200x2, level 1 at published sizes, 3 jobs a GPU: 38_L1Norm_'s and
             # 39_L2Norm_'s seeds were INFRA_ERROR so, and only their mutants were timed)
-            result = on.evaluate_source(draft.source, problem, platform, **below)
+            result = on.evaluate_source(draft.source, problem, platform, unseen_below_ms=below)
         return Parent(draft, result)
 
     def evaluate(drafts: list[Any], on: list[Any]) -> None:
