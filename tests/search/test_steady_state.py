@@ -344,3 +344,39 @@ def test_each_request_carries_its_problems_best_kept_time_for_the_unseen_check()
         asked += request.unseen_below_ms is not None
         times.append(float(_value(request.source, "MS")))
     assert len(seen) == 2 and asked >= 4
+
+
+class Same(Agent):
+    """Every lineage it writes for proposes the same draft at the same step (as the builtin
+    agent's seed and fixed tuning steps are): no seed in its source."""
+
+    def propose(self, context) -> list[Draft]:
+        (draft,) = super().propose(context)
+        source = "\n".join(ln for ln in draft.source.splitlines() if not ln.startswith("SEED"))
+        return [Draft(source, draft.platform, draft.agent, draft.note, parents=draft.parents)]
+
+
+def test_a_step_whose_drafts_another_lineage_evaluated_is_free():
+    evaluations = Threaded(2)
+    agent = Same("same", sleep=0.02)
+    search = _search([agent, agent], evaluations, generations=3)
+    result = search.run()
+    # each step of the two lineages proposes what the other does: one evaluates it and the
+    # other's step waits for that result, free; so each lineage still evaluates 3 drafts
+    sources = [request.source for _, request in evaluations.submitted]
+    assert len(sources) == len(set(sources)) == 6
+    for lin in search.lineages:
+        assert search.spent(lin) == 3 and 3 <= lin.generation <= 6
+    assert result.stop == "generations"
+    # the free steps are capped at `generations`: an agent with nothing new ends its lineage
+    stuck = Threaded(2)
+
+    class Stuck(Agent):
+        def propose(self, context) -> list[Draft]:
+            return [Draft("NAME = 'x'\nSTEP = 0\nMS = 1.0\nSLEEP = 0.0\nOK = True\n",
+                          context.platform.name, "stuck", "fake")]  # fmt: skip
+
+    search = _search([Stuck("stuck"), Stuck("stuck")], stuck, generations=2)
+    search.run()
+    assert len(stuck.submitted) == 1
+    assert all(lin.generation <= 4 for lin in search.lineages)
