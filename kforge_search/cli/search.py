@@ -139,7 +139,8 @@ def search_cmd(
         int | None,
         typer.Option(
             help="steps (evaluations) per lineage at most; lineages step on as their results "
-            "come in, without waiting for each other (default 3; with --resume: the run's)"
+            "come in, without waiting for each other; a step that only reuses another "
+            "lineage's results is not counted (default 3; with --resume: the run's)"
         ),
     ] = None,
     max_candidates: Annotated[
