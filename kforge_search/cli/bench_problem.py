@@ -84,6 +84,8 @@ def bench_problem(
             on_result=show, screen=screen, on_screen=show_screen, lent=lent,
         )  # fmt: skip
         parents, stop = searched.parents, searched.unsupported
+        if searched.reference_s >= REFERENCE_SHOWN_S:
+            log.print(reference_line(problem.name, searched), highlight=False, soft_wrap=True)
         plan = agent.plan(problem)  # traced once, by the agent (cached there)
         work = None if isinstance(plan, Unsupported) else plan.graph.work
         best = next((p for p in parents if p.result.ok), None)
@@ -101,7 +103,21 @@ def bench_problem(
         # its oracle answers no later problem: its device memory goes now (H200, level 1: the
         # oracles 4 evaluators kept filled the device to 1.6 of 140 GiB free)
         evaluator.close_oracles()
-    return dataclasses.replace(row, seconds=round(time.monotonic() - started, 1)), parents
+    seconds = round(time.monotonic() - started, 1)
+    return dataclasses.replace(row, seconds=seconds, reference_s=searched.reference_s), parents
+
+
+REFERENCE_SHOWN_S = 1.0  # a reference that took less is not worth a line
+
+
+def reference_line(name: str, searched: Any) -> str:
+    """How long the problem's reference took before its first draft, and on what (its
+    child's parts: evaluator/reference.Reference.spent)."""
+    parts = sorted(searched.reference_parts, key=lambda p: -p[1])
+    shown = ", ".join(f"{part} {s:.1f}" for part, s in parts if s >= 0.05)
+    return f"  {name}: reference {searched.reference_s:.1f} s before its first draft" + (
+        f" ({shown})" if shown else " (read, not computed)"
+    )
 
 
 def unrunnable(problem: Any, exc: Exception, seconds: float) -> Any:

@@ -313,6 +313,7 @@ class Evaluator(BaselineRuns):
         info: dict[str, Any] = {}
         measured: Footprint | None = None
         lock = self._lock(job.device)  # held shared by _child
+        started = time.monotonic()
         with self._child(job, work, platform) as child:
             while (event := child.next_event()) is not None:
                 if event["type"] == "pause":  # between trials: a waiting timing goes first
@@ -333,7 +334,7 @@ class Evaluator(BaselineRuns):
                 elif event["type"] == "reference":
                     hashed = self.config.share_references
                     reference, saved = reference_of(event, job.outputs_path, info, measured,
-                                                    hashed)  # fmt: skip
+                                                    hashed, started)  # fmt: skip
                     # a streamed reference's trials come from its oracle: it stays
                     keep = keep or reference.streamed is not None
                     child.keep_alive = keep  # it now waits to serve as the oracle

@@ -5,6 +5,7 @@ buffers its forward changed, its footprint; read from its child's event and file
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,9 @@ class Reference:
     numerics: Numerics = field(default_factory=Numerics)  # trials kept, float64 outputs
     footprint: Footprint | None = None  # one call's, as its child measured it (footprint.py)
     streamed: Streamed | None = None  # not held: recomputed by the oracle (trial_check.py)
+    # seconds by part where it was computed (its child's start, setup, float32 trials,
+    # float64, ..., the parent's read); empty where it was read from the reference store
+    spent: tuple[tuple[str, float], ...] = ()
 
     @property
     def dtypes(self) -> list[str]:
@@ -104,10 +108,17 @@ def reference_of(
     info: dict[str, Any],
     measured: Footprint | None,
     hashed: bool = False,
+    started: float | None = None,
 ) -> tuple[Reference, tensorfile.Read]:
     """The reference its child's "reference" event and file describe, and that file as read
-    (`hashed`: with its SHA-256, for the reference store): its tensors are views of it."""
+    (`hashed`: with its SHA-256, for the reference store): its tensors are views of it.
+    `started`: when (time.monotonic) its child was asked for, for `spent`'s "start"."""
+    read_at = time.monotonic()
     read = tensorfile.read(Path(outputs_path), hashed)
+    parts = [(str(name), float(s)) for name, s in event.get("spent", [])]
+    if started is not None:  # what the child's own parts do not cover: its start
+        parts.insert(0, ("start, waits", max(0.0, read_at - started - sum(s for _, s in parts))))
+    parts.append(("read", time.monotonic() - read_at))
     saved = tensorfile.parse(read.data)
     common = {
         "warnings": tuple(event["warnings"]),
@@ -116,6 +127,7 @@ def reference_of(
         "per_call_ms": float(event.get("per_call_ms", 0.0)),
         "buffers": saved["buffers"],
         "footprint": measured,
+        "spent": tuple((name, round(s, 3)) for name, s in parts),
     }
     numerics = Numerics.from_event(event, saved.get("exact"))
     if (streamed := event.get("streamed")) is None:

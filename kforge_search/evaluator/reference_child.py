@@ -37,6 +37,7 @@ from kforge_search.evaluator.oracle_compare import (
     load,
 )
 from kforge_search.evaluator.out_of_memory import crowded_device, device_oom
+from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.verify import all_close, magnitude
 from kforge_search.problem import exec_problem
 
@@ -89,14 +90,17 @@ def out_of_memory(exc: BaseException) -> str:
 
 def run_reference(job: Job, channel: Channel) -> None:
     channel.stage("reference")
+    started = time.perf_counter()
     module = exec_problem(job.problem)
     fp = reference_footprint(job, module, channel)
     streamed = fp is not None and footprint.streamed(fp, job.total_trials, job.reference_keep_bytes)
+    spent = PhaseClock()  # where the time went, by part: the "reference" event's
+    spent.add("setup", time.perf_counter() - started)
     try:
         if streamed:
-            streamed_reference_trials(job, module, channel, fp)
+            streamed_reference_trials(job, module, channel, fp, spent)
         else:
-            reference_trials(job, module, channel)
+            reference_trials(job, module, channel, spent)
     except Exception as exc:
         if not (where := out_of_memory(exc)):
             raise
@@ -118,7 +122,7 @@ def busy_device(fp: footprint.Footprint) -> bool:
     return fp.call_bytes <= total and crowded_device()
 
 
-def reference_trials(job: Job, module: Any, channel: Channel) -> None:
+def reference_trials(job: Job, module: Any, channel: Channel, spent: PhaseClock) -> None:
     """The reference's trials, its float64 run and its time per call, saved for the parent;
     then, its lists let go, it serves as the oracle (serve_oracle)."""
     model = build_model(module.Model, module, job)
@@ -141,33 +145,38 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
         trials.append([t.detach().to("cpu").clone() for t in outputs])
         states.append(model_buffers.changed(model, before))
     float32_s = time.perf_counter() - started
+    spent.add("float32 trials", float32_s)
     kept = exact.drop_nonfinite(trials, states, job.first_wide_trial, failed, job.trials)
     # a model built again (the first one let go): the determinism check, then the time per
     # call and the oracle
     del model, forward
-    forward = model_forward(build_model(module.Model, module, job), job.device)
-    again = forward(job_inputs.make_inputs(module, job, 0))
-    check_deterministic(trials[0], again)
-    del again  # its device memory goes before the float64 run
+    with spent.timed("determinism"):
+        forward = model_forward(build_model(module.Model, module, job), job.device)
+        again = forward(job_inputs.make_inputs(module, job, 0))
+        check_deterministic(trials[0], again)
+        del again  # its device memory goes before the float64 run
     warnings = degeneracy_warnings(trials)
-    float64, why, error = exact.float64_run(
-        build_model(module.Model, module, job),
-        lambda t: job_inputs.make_inputs(module, job, t),
-        job.total_trials,
-        kept.trial_ids,
-        trials,
-        job.device,
-        float32_s,
-        kept.plain,
-    )
+    with spent.timed("float64"):
+        float64, why, error = exact.float64_run(
+            build_model(module.Model, module, job),
+            lambda t: job_inputs.make_inputs(module, job, t),
+            job.total_trials,
+            kept.trial_ids,
+            trials,
+            job.device,
+            float32_s,
+            kept.plain,
+        )
     warnings += [*kept.notes, *filter(None, [why])]
-    per_call_ms = reference_per_call(forward, module, job)
+    with spent.timed("time per call"):
+        per_call_ms = reference_per_call(forward, module, job)
     saved = {
         "outputs": [trials[t] for t in kept.trial_ids],
         "buffers": [states[t] for t in kept.trial_ids],
         "exact": float64,
     }
-    tensorfile.write(saved, Path(job.outputs_path))  # the parent's views of one read
+    with spent.timed("file"):
+        tensorfile.write(saved, Path(job.outputs_path))  # the parent's views of one read
     # the parent loads what was saved: this child lets go of its copy first (the oracle it
     # becomes would hold every trial's outputs and their float64 copies while it waits)
     del trials, states, float64, saved
@@ -179,6 +188,7 @@ def reference_trials(job: Job, module: Any, channel: Channel) -> None:
         trials=asdict(kept),
         float32_error=error,
         magnitudes=[sizes[t] for t in kept.trial_ids],
+        spent=spent.phases(),
     )
     serve_oracle(forward, module, job, channel)
 
@@ -361,7 +371,7 @@ def stays_on_device(job: Job, fp: footprint.Footprint | None) -> bool:
 
 
 def streamed_reference_trials(
-    job: Job, module: Any, channel: Channel, fp: footprint.Footprint | None = None
+    job: Job, module: Any, channel: Channel, fp: footprint.Footprint | None, spent: PhaseClock
 ) -> None:
     """reference_trials for a problem whose trials' outputs and float64 copies do not all
     fit (footprint.streamed): the float32 and float64 runs go in lockstep (replay), and
@@ -376,6 +386,7 @@ def streamed_reference_trials(
 
     from kforge_search.evaluator.verify import largest_difference
 
+    walk_started = time.perf_counter()
     kept = exact.Kept([], [], plain=list(range(min(job.trials, job.first_wide_trial))))
     states: list[dict[str, Any]] = []
     magnitudes: list[list[float]] = []
@@ -421,19 +432,25 @@ def streamed_reference_trials(
                 if x is not None:
                     errors[i] = max(errors[i], largest_difference(outputs[i], x))
         del outputs, row, step
+    walk_s = time.perf_counter() - walk_started
+    spent.extend([("float32 trials", float32_s), ("float64", float64_s),
+                  ("reads of the trials", walk_s - float32_s - float64_s)])  # fmt: skip
     if first and (constant := degeneracy_warnings([first])) and not warnings:
         warnings += constant
-    again = model_forward(build_model(module.Model, module, job), job.device)(
-        job_inputs.make_inputs(module, job, 0)
-    )
-    check_deterministic(first, again)
+    with spent.timed("determinism"):
+        again = model_forward(build_model(module.Model, module, job), job.device)(
+            job_inputs.make_inputs(module, job, 0)
+        )
+        check_deterministic(first, again)
     dtypes = [str(o.dtype).removeprefix("torch.") for o in first]
     sizes = [o.numel() * o.element_size() for o in first]
     del again, first
     gc.collect()
-    forward = model_forward(build_model(module.Model, module, job), job.device)
-    per_call_ms = reference_per_call(forward, module, job)
-    tensorfile.write({"buffers": states}, Path(job.outputs_path))
+    with spent.timed("time per call"):
+        forward = model_forward(build_model(module.Model, module, job), job.device)
+        per_call_ms = reference_per_call(forward, module, job)
+    with spent.timed("file"):
+        tensorfile.write({"buffers": states}, Path(job.outputs_path))
     exact_ok = float64 and not why64
     warnings += [*kept.notes, *([why64] if float64 and why64 else [])]
     channel.send(
@@ -448,6 +465,7 @@ def streamed_reference_trials(
             "dtypes": dtypes,
             "output_bytes": sum(sizes),
         },
+        spent=spent.phases(),
     )
     serve_oracle(forward, module, job, channel)
 

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,7 @@ FIELDS = (
     "generalizes",
     "genome",
     "seconds",
+    "reference_s",
     "message",
     "host_others",
     "bent",
@@ -83,6 +85,7 @@ class BenchRow:
     generalizes: str = "unchecked"
     genome: str = ""
     seconds: float = 0.0  # wall clock of the problem's evaluations (baselines included)
+    reference_s: float = 0.0  # of `seconds`: its reference, before the first draft
     message: str = ""
     peer: str = ""  # the baseline kind of record, e.g. "compile-tf32" (evaluator/peers.py)
     speedup_fp32: float | None = None  # over the faster of fp32 eager and fp32 compile
@@ -137,6 +140,8 @@ class Searched:
     parents: list[Parent]
     unsupported: str = ""
     agent_error: str = ""
+    reference_s: float = 0.0  # the wall clock of its reference before the first draft
+    reference_parts: tuple[tuple[str, float], ...] = ()  # Reference.spent, where computed
 
 
 def one_line(exc: BaseException, limit: int = 300) -> str:
@@ -218,7 +223,10 @@ def search_problem(
     support = _ask(agent.supports, problem, platform)
     if not support.ok:
         return Searched([], unsupported=support.reason)
-    evaluator.reference(problem, platform)  # cached: the first evaluation reuses it
+    started = time.monotonic()
+    ref = evaluator.reference(problem, platform)  # cached: the first evaluation reuses it
+    ahead = {"reference_s": round(time.monotonic() - started, 1),
+             "reference_parts": tuple(getattr(ref, "spent", ()))}  # fmt: skip
     parents: list[Parent] = []
 
     def evaluated(draft: Any, on: Any, kept: Parent | None) -> Parent:
@@ -276,8 +284,8 @@ def search_problem(
     except AgentError as exc:
         if not parents:
             raise
-        return Searched(parents, agent_error=str(exc))
-    return Searched(parents)
+        return Searched(parents, agent_error=str(exc), **ahead)
+    return Searched(parents, **ahead)
 
 
 def best_parent(parents: list[Parent]) -> Parent | None:

@@ -63,6 +63,11 @@ def test_a_second_evaluator_reads_the_reference_the_first_computed(tmp_path, mon
         assert again.numerics.trial_ids == ref.numerics.trial_ids
         assert again.numerics.float32_error == ref.numerics.float32_error
         assert again.footprint == ref.footprint and again.per_call_ms == ref.per_call_ms
+        # where the first one's time went, by part (a bench prints it); the read one: none
+        parts = dict(ref.spent)
+        assert {"start, waits", "setup", "float32 trials", "float64", "file", "read"} <= set(parts)
+        assert all(s >= 0 for s in parts.values()) and parts["setup"] > 0, ref.spent
+        assert again.spent == ()
         # the second evaluator judges candidates with it (its oracle starts when asked)
         result = second.evaluate(CHAIN, problem, CPU)
         assert result.status is Status.OK, result.message
@@ -148,3 +153,20 @@ def test_a_childs_file_on_another_file_system_is_written_from_the_bytes_read(tmp
         for path in work.iterdir():
             path.unlink()
         work.rmdir()
+
+
+def test_a_computed_reference_says_where_its_time_went(tmp_path, monkeypatch):
+    """Reference.spent: its child's parts (a bench prints them for the time before a
+    problem's first draft) and what the parent added around them."""
+    monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path)))
+    evaluator = Evaluator(EvalConfig(baselines=(), check_unseen=False))
+    try:
+        ref = evaluator.reference(_problem(131), CPU, oracle=False)
+    finally:
+        evaluator.close()
+    names = [name for name, _ in ref.spent]
+    assert names[0] == "start, waits" and names[-1] == "read", names
+    assert {"setup", "float32 trials", "determinism", "float64", "time per call", "file"} <= set(
+        names
+    )
+    assert all(s >= 0 for _, s in ref.spent) and dict(ref.spent)["setup"] > 0

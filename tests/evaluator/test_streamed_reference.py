@@ -89,6 +89,8 @@ def test_a_problem_whose_trials_do_not_fit_at_once_evaluates_one_trial_at_a_time
         ref = evaluator.reference(problem, CPU)
         assert ref.streamed is not None and ref.outputs == [] and ref.held_bytes == 0
         assert ref.streamed.float64 and ref.numerics.trial_ids == tuple(range(9))
+        parts = dict(ref.spent)  # a streamed reference's own parts beside the common ones
+        assert {"float32 trials", "float64", "reads of the trials", "determinism"} <= set(parts)
         result = evaluator.evaluate(CHAIN, problem, CPU)
         assert result.status is Status.OK, result.message
         assert result.correctness.trials_run == result.correctness.trials_passed == 9

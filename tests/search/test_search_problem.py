@@ -43,6 +43,11 @@ class _Evaluator:
     def reference(self, problem, platform):
         if self.reference_error is not None:
             raise self.reference_error
+        parts = (("start, waits", 0.4), ("float64", 2.5), ("read", 0.01))
+        return types.SimpleNamespace(spent=parts)  # (evaluator/reference.Reference's)
+
+    def close_oracles(self):
+        pass
 
     def evaluate_source(self, source, problem, platform, unseen_below_ms=None):
         return result(Status.OK, 1.0)
@@ -170,3 +175,24 @@ def test_a_lender_lends_nothing_while_a_problem_waits_or_the_device_has_no_room(
         assert len(lent) == 2  # 0.3 x 3 fits, a fourth would not
         lender.give_back(lent, 0.3)
         assert len(lender.borrow(1, 0.3)) == 1
+
+
+def test_a_bench_row_says_how_long_its_reference_took_and_on_what(monkeypatch):
+    from rich.console import Console
+
+    from kforge_search.cli import bench_problem as bp
+    from kforge_search.platforms import get_platform
+
+    agent = _Agent(fail_at=99)
+    agent.plan = lambda problem: types.SimpleNamespace(graph=types.SimpleNamespace(work=None))
+    monkeypatch.setattr(bp, "REFERENCE_SHOWN_S", 0.0)
+    log = Console(record=True, width=200)
+    row, parents = bp.bench_problem(
+        PROBLEM, _Evaluator(), platform=get_platform("cuda-triton"), policy="strict", budget=1,
+        agent=agent, seed=0, screen=0, log=log,
+    )  # fmt: skip
+    text = log.export_text()
+    assert len(parents) == 1 and row.verified, text
+    assert f"{PROBLEM.name}: reference 0.0 s before its first draft (float64 2.5, start," in text
+    assert "read 0.0" not in text  # parts under 0.05 s are left out
+    assert 0.0 <= row.reference_s <= row.seconds
