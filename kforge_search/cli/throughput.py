@@ -80,7 +80,9 @@ def run_throughput(
     how = "stopped at the duration" if result.stopped else "the search ended by itself"
     note(
         f"{result.evaluations} evaluations ({result.verified} verified) in "
-        f"{result.wall_s:.0f} s, {how}; {result.actors} evaluator actor(s), "
+        f"{result.wall_s:.0f} s, {how}; {result.steps} lineage steps, {result.reused_steps} "
+        "of them another lineage's results only (free); "
+        f"{result.actors} evaluator actor(s), "
         f"{result.whole.lanes} timing lane(s), {result.cpus} CPUs\n{path}\n{config.log}",
         fmt,
     )

@@ -341,6 +341,8 @@ class Throughput:
     steady: Window | None
     best: tuple[Best, ...]
     runs: tuple[tuple[str, float | None], ...] = ()  # (kind, seconds) of the search's runs
+    steps: int = 0  # lineage steps the search printed
+    reused_steps: int = 0  # of them, steps whose results were all another lineage's (free)
 
     @property
     def wall_s(self) -> float:
@@ -363,6 +365,8 @@ class Throughput:
             "runs": [{"kind": k, "seconds": s} for k, s in self.runs],
             "evaluations": self.evaluations,
             "verified": self.verified,
+            "lineage_steps": self.steps,
+            "lineage_steps_reused": self.reused_steps,
             "evaluations_per_minute": whole["evaluations_per_minute"],
             "evaluations_per_gpu_minute": whole["evaluations_per_gpu_minute"],
             "evaluator_busy_fraction": round(self.busy_s / (self.wall_s * self.actors), 3)

@@ -204,6 +204,24 @@ def _copy_lines(stream: TextIO, log: TextIO, on_line: Callable[[str], None] | No
             on_line(line.rstrip("\n"))
 
 
+@dataclass
+class StepCount:
+    """The search's lineage steps as its output lines say them (`gen G LINEAGE (kind):
+    STATUS[ (known)], ...`: cli/live.py), and those whose every draft's result was another
+    lineage's (free: engine.Search.spent)."""
+
+    steps: int = 0
+    reused: int = 0
+
+    def line(self, text: str) -> None:
+        if not text.startswith("gen ") or "): " not in text:
+            return
+        self.steps += 1
+        verdicts = text.split("): ", 1)[1].split(";", 1)[0].split("  (", 1)[0].split(", ")
+        if verdicts and all(v.strip().endswith("(known)") for v in verdicts):
+            self.reused += 1
+
+
 def measure(config: ThroughputConfig, on_line: Callable[[str], None] | None = None) -> Throughput:
     """Run the search (its output to config.log, each line to `on_line`), stop it at the
     duration, and read its figures. Ctrl-C here stops the search the same way."""
@@ -229,7 +247,14 @@ def measure(config: ThroughputConfig, on_line: Callable[[str], None] | None = No
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                     text=True, env=env, process_group=0)  # fmt: skip
             assert proc.stdout is not None
-            copier = threading.Thread(target=_copy_lines, args=(proc.stdout, log, on_line))
+            counted = StepCount()
+
+            def each(line: str) -> None:
+                counted.line(line)
+                if on_line is not None:
+                    on_line(line)
+
+            copier = threading.Thread(target=_copy_lines, args=(proc.stdout, log, each))
             copier.start()
             try:
                 stopped, ended = _wait(proc, config.duration_s)
@@ -270,6 +295,8 @@ def measure(config: ThroughputConfig, on_line: Callable[[str], None] | None = No
         steady=steady_window(evals, holds, ticks, lanes),
         best=stored.best,
         runs=stored.runs,
+        steps=counted.steps,
+        reused_steps=counted.reused,
     )
 
 

@@ -4,6 +4,7 @@ through the CLI: its errors, and one short real search on cpu-cpp."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 
@@ -273,3 +274,22 @@ def test_bench_throughput_on_cpu_cpp_writes_its_figures(tmp_path):
     assert 0 < data["cpu_utilization"] <= 1
     assert data["best"][0]["problem"] == "level2/01_gemm_bias_relu"
     assert data["best"][0]["speedup"] > 0
+
+
+def test_the_steps_that_reused_another_lineages_results_are_counted_from_the_output():
+    from kforge_search.search.throughput_run import StepCount
+
+    counted = StepCount()
+    rate = "  (5 evaluated, 9.0/min)"
+    for line in [
+        "gen 0 level2/09_gemm_sum@cuda-triton#0 (functional): INCORRECT" + rate,
+        "gen 0 level2/09_gemm_sum@cuda-triton#1 (functional): INCORRECT (known)" + rate,
+        "gen 1 level2/03@cuda-triton#1 (optimization): OK (known); best 7.77x" + rate,
+        "gen 1 a@cpu-cpp#0 (optimization): OK, INCORRECT (known); best 1.10x" + rate,
+        "gen 2 a@cpu-cpp#1 (optimization): OK (known), INCORRECT (known)" + rate,
+        "problem\tplatform\talive",  # the search's closing table: not a step
+    ]:
+        counted.line(line)
+    assert (counted.steps, counted.reused) == (5, 3)
+    data = dataclasses.replace(_throughput(gpu=False), steps=5, reused_steps=3).as_dict()
+    assert (data["lineage_steps"], data["lineage_steps_reused"]) == (5, 3)
