@@ -119,7 +119,8 @@ def _piece_limit(t: Any) -> int:
 
 
 def _as_float64(t: Any, piece: tuple[slice, ...], device: Any) -> Any:
-    """One piece of `t` in float64 on `device` (a copy of that piece alone)."""
+    """One piece of `t` in float64 on `device` (a copy of that piece alone, unless `t` is
+    float64 on `device` already: then a view of it)."""
     import torch
 
     return t[piece].to(device=device, dtype=torch.float64)
@@ -349,9 +350,11 @@ def magnitude(t: Any) -> float:
         return 0.0
     total, count = 0.0, 0
     for piece in pieces(tuple(t.shape), _piece_limit(t)):
-        part = t[piece].double().abs()
+        part = t[piece].to(torch.float64, copy=True).abs_()  # its own: changed in place
         finite = torch.isfinite(part)
-        total += part[finite].sum().item()
+        # the others zeroed in place, not left out by a mask (a copy of the kept ones: 2.6x
+        # the time on the CPU, the largest part of a streamed reference's reads there)
+        total += part.masked_fill_(~finite, 0.0).sum().item()
         count += int(finite.sum().item())
     return total / count if count else 0.0
 
@@ -361,8 +364,8 @@ def largest_difference(a: Any, b: Any) -> float:
     by piece: the float32 reference's distance to the float64 one (exact.Numerics)."""
     largest = 0.0
     for piece in pieces(tuple(a.shape), _piece_limit(a)):
-        far = (_as_float64(a, piece, a.device) - _as_float64(b, piece, a.device)).abs()
-        far = far.nan_to_num(nan=0.0, posinf=0.0)
+        far = _as_float64(a, piece, a.device) - _as_float64(b, piece, a.device)  # a new one
+        far = far.abs_().nan_to_num_(nan=0.0, posinf=0.0)
         if far.numel():
             largest = max(largest, far.max().item())
     return largest

@@ -198,3 +198,25 @@ def test_a_device_out_of_memory_compares_on_the_host(monkeypatch):
     off[0][1, 2] = 5.0
     found = compare_run(_run_spec(), "back-to-back call 1", expected, off, "cuda")
     assert found.startswith("back-to-back call 1: output 0 differs")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("limit", [3, 1000])
+def test_an_outputs_size_and_distance_leave_out_what_is_not_finite_and_change_nothing(
+    dtype, limit, monkeypatch
+):
+    """verify.magnitude (mean |x| over the finite elements) and largest_difference (max
+    |a - b| where finite) work in place on their own copies: a float64 output, which needs
+    no conversion, is not changed by them."""
+    monkeypatch.setattr(verify, "_piece_limit", lambda t: limit)
+    a = torch.tensor([[1.0, -2.0, float("inf")], [float("nan"), -4.0, 0.5]], dtype=dtype)
+    b = torch.tensor([[1.5, -2.0, 7.0], [3.0, float("inf"), 0.25]], dtype=torch.float64)
+    kept_a, kept_b = a.clone(), b.clone()
+    assert verify.magnitude(a) == pytest.approx((1 + 2 + 4 + 0.5) / 4)
+    assert verify.magnitude(torch.full((2, 2), float("nan"), dtype=dtype)) == 0.0
+    # |a - b|: 0.5, 0, inf (dropped), nan (dropped), inf (dropped), 0.25
+    assert verify.largest_difference(a, b) == pytest.approx(0.5)
+    assert verify.largest_difference(b, b) == 0.0
+    for got, kept in ((a, kept_a), (b, kept_b)):
+        assert torch.equal(got.isnan(), kept.isnan())
+        assert torch.equal(got.nan_to_num(), kept.nan_to_num())
