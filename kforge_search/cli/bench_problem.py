@@ -77,15 +77,18 @@ def bench_problem(
             highlight=False,
         )
 
+    def show_reference(ahead: Any, name: str = problem.name) -> None:
+        if ahead.reference_s >= REFERENCE_SHOWN_S:
+            log.print(reference_line(name, ahead), highlight=False, soft_wrap=True)
+
     started = time.monotonic()
     try:
         searched = search_problem(
             problem, platform, policy, budget, evaluator, agent, seed,
             on_result=show, screen=screen, on_screen=show_screen, lent=lent,
+            on_reference=show_reference,
         )  # fmt: skip
         parents, stop = searched.parents, searched.unsupported
-        if searched.reference_s >= REFERENCE_SHOWN_S:
-            log.print(reference_line(problem.name, searched), highlight=False, soft_wrap=True)
         plan = agent.plan(problem)  # traced once, by the agent (cached there)
         work = None if isinstance(plan, Unsupported) else plan.graph.work
         best = next((p for p in parents if p.result.ok), None)

@@ -209,6 +209,7 @@ def search_problem(
     screen: int = 0,
     on_screen: Callable[[list[Any]], None] | None = None,
     lent: Any = None,
+    on_reference: Callable[[Searched], None] | None = None,
 ) -> Searched:
     """Evaluate up to `budget` drafts.
 
@@ -216,8 +217,10 @@ def search_problem(
     raises ProblemError before any draft is made. With `screen` > 0 (the builtin agent on a
     timed platform), that many genomes are first timed in this process (agents/screen.py)
     and the fastest `budget` go to the evaluator; what budget is left goes to the agent's
-    own proposals. The agent raising before any draft is evaluated raises AgentError; later,
-    the search stops there and `Searched.agent_error` says why. `lent` (cli/bench_jobs.Lent):
+    own proposals. `on_reference` is given the reference's time (a Searched without drafts)
+    before the first draft. The agent raising before any draft is evaluated raises
+    AgentError; later, the search stops there and `Searched.agent_error` says why. `lent`
+    (cli/bench_jobs.Lent):
     after the first draft, evaluators idle elsewhere are borrowed, and the agent is asked for
     as many drafts more, evaluated side by side."""
     support = _ask(agent.supports, problem, platform)
@@ -227,6 +230,8 @@ def search_problem(
     ref = evaluator.reference(problem, platform)  # cached: the first evaluation reuses it
     ahead = {"reference_s": round(time.monotonic() - started, 1),
              "reference_parts": tuple(getattr(ref, "spent", ()))}  # fmt: skip
+    if on_reference is not None:  # before any draft: e.g. the bench's line on its time
+        on_reference(Searched([], **ahead))
     parents: list[Parent] = []
 
     def evaluated(draft: Any, on: Any, kept: Parent | None) -> Parent:

@@ -194,5 +194,6 @@ def test_a_bench_row_says_how_long_its_reference_took_and_on_what(monkeypatch):
     text = log.export_text()
     assert len(parents) == 1 and row.verified, text
     assert f"{PROBLEM.name}: reference 0.0 s before its first draft (float64 2.5, start," in text
+    assert text.index("before its first draft") < text.index(" ms (")  # before the draft's line
     assert "read 0.0" not in text  # parts under 0.05 s are left out
     assert 0.0 <= row.reference_s <= row.seconds
