@@ -19,6 +19,13 @@ def peaks(platform: Any, device_name: str) -> Any:
     return platform_peaks(platform, device_name) if platform.timing_meaningful else None
 
 
+def slowest(parts: Any, most: int | None = None) -> str:
+    """`name seconds, ...` of (name, seconds) parts, slowest first (the `most` slowest),
+    leaving out those under 0.05 s."""
+    ranked = sorted(parts, key=lambda p: -p[1])[:most]
+    return ", ".join(f"{name} {s:.1f}" for name, s in ranked if s >= 0.05)
+
+
 def progress_line(name: str, parent: Any) -> str:
     """One evaluated draft's line in a bench's log: its status, time, slowest phases and note,
     and why it does not count where it failed or where it verified but is not kept (it
@@ -27,8 +34,7 @@ def progress_line(name: str, parent: Any) -> str:
 
     res = parent.result
     ms = f"{res.timing.p50_ms:.4f} ms" if res.ok and res.timing else ""
-    slowest = sorted(res.phases, key=lambda p: -p[1])[:4]
-    where = ", ".join(f"{n} {s:.1f}" for n, s in slowest if s >= 0.05)
+    where = slowest(res.phases, most=4)
     where = f": {where}" if where else ""
     # a failed draft's why, on the line: a log of a cut-short run is all that is left
     why = "" if res.ok or not res.message else f" — {escape(res.message.splitlines()[0][:160])}"
@@ -116,8 +122,7 @@ REFERENCE_SHOWN_S = 1.0  # a reference that took less is not worth a line
 def reference_line(name: str, searched: Any) -> str:
     """How long the problem's reference took before its first draft, and on what (its
     child's parts: evaluator/reference.Reference.spent)."""
-    parts = sorted(searched.reference_parts, key=lambda p: -p[1])
-    shown = ", ".join(f"{part} {s:.1f}" for part, s in parts if s >= 0.05)
+    shown = slowest(searched.reference_parts)
     return f"  {name}: reference {searched.reference_s:.1f} s before its first draft" + (
         f" ({shown})" if shown else " (read, not computed)"
     )
