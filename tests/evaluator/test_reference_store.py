@@ -170,3 +170,29 @@ def test_a_computed_reference_says_where_its_time_went(tmp_path, monkeypatch):
         names
     )
     assert all(s >= 0 for _, s in ref.spent) and dict(ref.spent)["setup"] > 0
+
+
+def test_the_references_time_per_call_stops_at_its_budget(monkeypatch):
+    """A reference whose calls are slow (a level-1 problem of 6 GiB: its inputs made and its
+    outputs copied back, seconds a call) is timed for the limits over fewer calls, not all
+    PER_CALL_RUNS; a fast one over all of them."""
+    import time as time_mod
+    from types import SimpleNamespace
+
+    from kforge_search.evaluator import reference_child
+
+    asked: list[int] = []
+    monkeypatch.setattr(reference_child.job_inputs, "timing_inputs",
+                        lambda module, job, run: asked.append(run) or [run])  # fmt: skip
+    monkeypatch.setattr(reference_child, "PER_CALL_BUDGET_S", 0.3)
+
+    def slow(inputs):
+        time_mod.sleep(0.2)
+        return [torch.zeros(2)]
+
+    job = SimpleNamespace(timed_runs=50)
+    ms = reference_child.reference_per_call(slow, None, job)
+    assert asked == [0, 1] and 190 <= ms <= 400
+    asked.clear()
+    reference_child.reference_per_call(lambda inputs: [torch.zeros(2)], None, job)
+    assert asked == list(range(reference_child.PER_CALL_RUNS))
