@@ -32,6 +32,13 @@ LOADS = ("pointer", "tma")
 # `promote` k blocks leaves the tensor cores for an fp32 add (their accumulator rounds
 # toward zero: held there for the whole K loop it loses strict's bound; docs/synthesizer.md)
 X3_SPLITS = ("triton", "presplit")
+# Where a bf16 dot's fp32 inputs become bf16: "call", by torch once per call before the
+# kernel (bf16 tiles in shared memory: H200, level2 at 1024 x 8192 x 8192, as fast as tf32
+# where A's fp32 tiles cast in registers were not); "tile", each fp32 tile in registers, the
+# inputs read once (a GEMM of few tiles over a long K reads its operands once and writes
+# little: 6_Matmul_with_large_K's 1 GiB of fp32 inputs, which a cast per call reads, writes
+# half again and the kernel reads once more). A weight is cast once either way.
+CASTS = ("call", "tile")
 SMEM_BYTES = 200 * 1024  # what the pipelined operand tiles may take (H100: 227 KiB per SM)
 
 
@@ -61,6 +68,7 @@ class TritonGenome:
     pass_programs: int = 512
     x3: str = "triton"  # tf32x3 only: X3_SPLITS
     promote: int = 4  # x3=presplit and bf16x3: k blocks per tensor-core partial sum
+    cast: str = "call"  # bf16 only: CASTS
 
     def __post_init__(self) -> None:
         _pow2(self.block_m, 1, 256, "block_m")  # under 16 (and over 256 columns): flat()
@@ -86,11 +94,13 @@ class TritonGenome:
             raise ValueError(f"loads={self.loads!r}: use one of {LOADS}")
         if self.x3 not in X3_SPLITS:
             raise ValueError(f"x3={self.x3!r}: use one of {X3_SPLITS}")
+        if self.cast not in CASTS:
+            raise ValueError(f"cast={self.cast!r}: use one of {CASTS}")
 
     @property
     def smem_bytes(self) -> int:
-        if self.precision == "bf16":  # both operands come in bf16 (render_triton: the
-            # weight cast once, A and an input B per call)
+        if self.precision == "bf16" and self.cast == "call":  # both operands come in bf16
+            # (render_triton: the weight cast once, A and an input B per call)
             per_k = (self.block_m + self.block_n) * 2
         elif self.precision == "bf16x3":  # fp32 A, B as bf16 hi + lo (or fp32, split here)
             per_k = self.block_m * 4 + self.block_n * 4
@@ -141,6 +151,7 @@ TRITON_SPACE: dict[str, tuple[Any, ...]] = {
     "pass_programs": (0, 256, 512, 1024, 2048, 4096),
     "x3": X3_SPLITS,
     "promote": (1, 2, 4, 8),
+    "cast": CASTS,
 }
 # The tiles of an elementwise program (no GEMM, no statistics, no pooling): a few rows of
 # long row pieces, as a flat walk over memory (H200, 19_ReLU at 6 GiB: 1 x 1024 with 4 warps

@@ -333,7 +333,7 @@ class StageWriter:
         elif gn.precision in K_MAJOR and isinstance(g.a, str) and dot:
             # a transposed input (`A.T @ B`) K-major too: free where it already is
             a_lines = [*a_lines, f"{a} = {a}.contiguous()  # K-major rows for tf32 dots"]
-        elif gn.precision == "bf16" and dot:
+        elif gn.precision == "bf16" and gn.cast == "call" and dot:
             # A in bf16 once per call, as B is (a weight's made once): the dot's tiles come
             # both in bf16 from shared memory. H200, level2 at 1024 x 8192 x 8192, with A's
             # fp32 tiles converted in registers: 0.350 ms, as fast as tf32 (0.344)
@@ -409,7 +409,8 @@ def _b_operand(stage: StagePlan, genome: TritonGenome) -> tuple[list[str], str]:
             made = f"lambda w: _kf_tf32rn(w{derive})"
             return [f'w{s} = self._kf_derived("_kf_w{s}", {g.b}, {made})'], layout
         return [f"w{s} = _kf_tf32rn({g.b})"], layout
-    if not derive and genome.precision == "bf16":  # an input: in bf16 per call, as A is
+    if not derive and genome.precision == "bf16" and genome.cast == "call":
+        # an input: in bf16 per call, as A is (cast "tile": the kernel casts its fp32 tiles)
         return [f"w{s} = {g.b}.to(torch.bfloat16) if {g.b}.is_cuda else {g.b}"], layout
     if not derive:
         return [f"w{s} = {g.b}"], layout

@@ -274,6 +274,29 @@ def test_a_gemm_of_few_tiles_over_a_long_k_gets_small_tiles_and_k_slices(tmp_pat
     assert seed_genome(weight, get_platform("cuda-triton"), "loose").precision == "tf32"
 
 
+def test_a_loose_bf16x3_seed_over_a_long_k_tries_bf16_dots_that_cast_their_tiles_next(tmp_path):
+    """Few tiles over a long K under loose (6_Matmul_with_large_K): its bf16x3 seed's next
+    step is one bf16 dot in the same tiles, casting each fp32 tile in registers (the inputs
+    are the work: read once, not cast per call first); under strict never (not its precision)."""
+    from kforge_search.agents.builtin.agent import BF16_TILE_NOTE
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    path = tmp_path / "long_k.py"
+    path.write_text(problem_source("return torch.matmul(x, y)",
+                                   "[torch.rand(128, 8192), torch.rand(8192, 128)]"))  # fmt: skip
+    problem, agent = load_problem(path), BuiltinAgent()
+    cuda = get_platform("cuda-triton")
+    (seed,) = agent.propose(Context(problem, cuda, "loose"))
+    assert seed.genome.precision == "bf16x3" and seed.genome.split_k > 1
+    (step,) = agent.propose(Context(problem, cuda, "loose", parents=(parent(seed, True),)))
+    assert step.genome == dataclasses.replace(seed.genome, precision="bf16", cast="tile")
+    assert step.note == BF16_TILE_NOTE and step.parents == (seed.id,)
+    (strict,) = agent.propose(Context(problem, cuda))
+    after = agent.propose(Context(problem, cuda, parents=(parent(strict, True),), budget=6))
+    assert after and all(d.genome.precision != "bf16" for d in after)
+
+
 def test_a_row_pass_without_a_gemm_tries_steps_of_4096_second(tmp_path):
     from kforge_search.agents.builtin.agent import PASS_NOTE
     from kforge_search.problem import load_problem

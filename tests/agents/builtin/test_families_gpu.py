@@ -190,15 +190,17 @@ print("ok")
 """
 
 
+@pytest.mark.parametrize("cast", ["call", "tile"])
 @pytest.mark.parametrize(("name", "forward", "inputs", "init", "product"), BF16_GEMMS,
                          ids=[g[0] for g in BF16_GEMMS])  # fmt: skip
 def test_a_bf16_gemm_multiplies_bf16_operands_exactly_on_the_device(
-    tmp_path: Path, name, forward, inputs, init, product
+    tmp_path: Path, name, forward, inputs, init, product, cast
 ):
-    """Both operands rounded to bf16 (the weight once, A and an input B per call, on the
-    device), products accumulated in fp32: what PyTorch computes from the same rounded
-    operands in fp32, to accumulation order; not the fp32 product. (bf16 itself fails the
-    evaluator's loose trials on plain GEMMs: test_triton's second distribution.)"""
+    """Both operands rounded to bf16 (the weight once; A and an input B per call on the
+    device, or each fp32 tile in the kernel: cast "tile"), products accumulated in fp32: what
+    PyTorch computes from the same rounded operands in fp32, to accumulation order; not the
+    fp32 product. (bf16 itself fails the evaluator's loose trials on plain GEMMs:
+    test_triton's second distribution.)"""
     import dataclasses
     import os
     import subprocess
@@ -212,8 +214,10 @@ def test_a_bf16_gemm_multiplies_bf16_operands_exactly_on_the_device(
     platform = get_platform("cuda-triton")
     agent = BuiltinAgent()
     seed = seed_genome(agent.plan(problem), platform, "loose")
-    draft = agent.synthesize(problem, platform, dataclasses.replace(seed, precision="bf16"), "t")
-    assert "a0 = a0.to(torch.bfloat16) if a0.is_cuda else a0" in draft.source
+    genome = dataclasses.replace(seed, precision="bf16", cast=cast)
+    draft = agent.synthesize(problem, platform, genome, "t")
+    per_call = "a0 = a0.to(torch.bfloat16) if a0.is_cuda else a0" in draft.source
+    assert per_call == (cast == "call"), draft.source
     candidate = tmp_path / "candidate.py"
     candidate.write_text(draft.source)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

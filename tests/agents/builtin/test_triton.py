@@ -194,3 +194,37 @@ def test_tf32rn_rounds_its_operands_to_nearest_before_the_dot(tmp_path, verify):
     param = SUPPORTED["matmul_param"]  # and a GEMM of a weight verifies under loose
     result = verify(synthesize(param, TritonGenome(precision="tf32rn")).source, param, "loose")
     assert result.ok, result.message
+
+
+@pytest.mark.parametrize("loads", ["tma", "pointer"])
+def test_a_bf16_dot_that_casts_its_tiles_multiplies_the_same_values_as_one_cast_per_call(
+    tmp_path, loads
+):
+    """cast "tile": the kernel casts each fp32 tile of its input operands to bf16 in registers
+    (rounded to nearest, as a GPU rounds), instead of torch casting both inputs per call: the
+    same products, from inputs read once (6_Matmul_with_large_K: 1 GiB of them). A [K, N]
+    input B and split K slices, as that problem's seed takes them."""
+    import torch
+
+    from kforge_search.problem import load_problem
+    from tests.agents.builtin.harness import load_candidate
+    from tests.agents.builtin.test_families_gpu import problem_source
+
+    path = tmp_path / "mm.py"
+    path.write_text(problem_source("return torch.matmul(x, y)",
+                                   "[torch.rand(40, 300), torch.rand(300, 24)]"))  # fmt: skip
+    problem = load_problem(path)
+    x, y = torch.rand(40, 300) * 3 - 1, torch.rand(300, 24) * 3 - 1
+    got = {}
+    for cast in ("call", "tile"):
+        genome = TritonGenome(precision="bf16", cast=cast, block_m=32, block_n=32, block_k=64,
+                              split_k=4, loads=loads)  # fmt: skip
+        draft = synthesize(problem, genome)
+        per_call = ".to(torch.bfloat16) if" in draft.source
+        assert per_call == (cast == "call"), draft.source
+        model = load_candidate(draft.source, tmp_path / f"{cast}_{loads}.py")()
+        with torch.no_grad():
+            got[cast] = model(x, y)
+    want = _bf16(x, True).double() @ _bf16(y, True).double()
+    for cast, out in got.items():
+        torch.testing.assert_close(out.double(), want, rtol=1e-5, atol=1e-4, msg=cast)
