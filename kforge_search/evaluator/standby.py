@@ -10,6 +10,8 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
+SPARE_CONTEXTS_ENV = "KFORGE_SPARE_CONTEXTS"
+
 
 def warm_up(device: str, context: bool = True) -> None:
     """A spare's start-up (evaluator/spare.py): what every job of this device would load.
@@ -17,7 +19,7 @@ def warm_up(device: str, context: bool = True) -> None:
     beside another evaluator's timed runs. On a GPU that is its CUDA context and a first
     allocation; the imports before run on the host's other cores. On the CPU the whole
     warm-up is the device's work. `context` False: the imports only (a zygote's: zygote.py)."""
-    from kforge_search.evaluator.devicelock import holding
+    from kforge_search.evaluator.devicelock import holding, one_at_a_time
 
     on_cpu = not device.startswith("cuda")
     # on the CPU not queued behind a waiting timing (devicelock.DeviceLock.hold): the imports
@@ -33,8 +35,12 @@ def warm_up(device: str, context: bool = True) -> None:
         # (inputs.on_device): ~3.5 s of imports, once. Queued behind a waiting timing: its
         # evaluator waits for "ready" holding nothing (pipeline._child). A context created
         # beside timed runs stalls them (H200: a 0.36 ms matmul's p99 +5-17%, single calls up
-        # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all.
+        # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all;
+        # with $KFORGE_SPARE_CONTEXTS=one, one spare's at a time (devicelock.one_at_a_time),
+        # each under a hold of its own: off until an A/B on a GPU says it pays
+        turn = os.environ.get(SPARE_CONTEXTS_ENV, "").strip() == "one"
         with (
+            one_at_a_time(device, "context") if turn else contextlib.nullcontext(),
             holding(device, False, queue=True),
             contextlib.suppress(Exception),
             torch.device(device),

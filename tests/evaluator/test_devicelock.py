@@ -448,3 +448,33 @@ def test_a_spare_that_does_not_say_ready_in_time_is_not_taken(written, close):
     os.close(spawned.read_fd)
     if not close:
         os.close(write)
+
+
+def test_one_at_a_time_lets_one_in_and_the_next_after_it(tmp_path):
+    """A spare's CUDA context, one at a time per device (devicelock.one_at_a_time): held
+    apart from the device lock, so a timing that waits can go between two of them. (flock
+    holds per open file: threads of one process exclude each other as processes do.)"""
+    import itertools
+
+    from kforge_search.evaluator.devicelock import one_at_a_time
+
+    spans: list[tuple[float, float]] = []
+
+    def turn() -> None:
+        with one_at_a_time("cuda:0", "context", tmp_path):
+            start = time.time()
+            time.sleep(0.2)
+            spans.append((start, time.time()))
+
+    threads = [threading.Thread(target=turn, daemon=True) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    with one_at_a_time("cuda:1", "context", tmp_path):  # another device's turn: its own
+        pass
+    lock = DeviceLock(device_key("cuda:0"), tmp_path)
+    lock.hold(True)  # the device lock is not the turn's: a timing is not held up by it
+    lock.close()
+    for thread in threads:
+        thread.join(10)
+    got = sorted(spans)
+    assert len(got) == 3 and all(a[1] <= b[0] for a, b in itertools.pairwise(got)), got
