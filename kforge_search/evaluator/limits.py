@@ -7,18 +7,19 @@ that calls the model (verify, time, unseen) gets
 
 and never more than its configured limit: a candidate that hangs on a 2 ms problem ends in
 seconds, not in the fixed 120 s. The reference's time per call is what its child measured
-over 5 calls on timing inputs (the inputs, the call, a copy), so the harness's own work per
-call is in it. Compiling inside such a stage (Triton compiles a kernel at its first call, an
-autotuner runs every config) is timed against the build limit: the worker says when it
-compiles (evaluator/compiling.py). On an interpreter (cpu-triton: timing not meaningful) a
-candidate is legitimately orders of magnitude slower than the reference, and the configured
-limits stay as they are.
+over 5 calls on timing inputs, or over those made in its first second (the inputs, the call,
+a copy: measure_per_call), so the harness's own work per call is in it. Compiling inside
+such a stage (Triton compiles a kernel at its first call, an autotuner runs every config)
+is timed against the build limit: the worker says when it compiles (evaluator/compiling.py).
+On an interpreter (cpu-triton: timing not meaningful) a candidate is legitimately orders of
+magnitude slower than the reference, and the configured limits stay as they are.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kforge_search.evaluator.job import Job
 from kforge_search.evaluator.result import LimitsUsed
@@ -27,6 +28,12 @@ from kforge_search.evaluator.sandbox import Limits
 if TYPE_CHECKING:
     from kforge_search.evaluator.config import EvalConfig
 
+PER_CALL_RUNS = 5  # the reference's calls timed for its time per call ...
+# ... or fewer, once they took this long (at least one). Each call makes its inputs and copies
+# its outputs back: on an H200, 5 calls of a level-1 problem of 6 GiB took 23-27 s of the
+# ~29 s its reference took before the problem's first draft, for a figure only the time
+# limits read (a mean of 1 or 5 calls: either is far inside the limits' factor)
+PER_CALL_BUDGET_S = 1.0
 RECORDED = ("build", "verify", "time", "unseen")
 
 
@@ -58,3 +65,21 @@ def candidate_limits(
     limits = replace(base, stage_timeouts_s=(*scaled, *base.stage_timeouts_s))
     used = LimitsUsed(tuple((s, limits.timeout(s)) for s in RECORDED), per_call_ms, True)
     return limits, used
+
+
+def measure_per_call(forward: Callable[[list[Any]], list[Any]], module: Any, job: Job) -> float:
+    """The reference's time per call: its inputs, the call, a copy back (limits.py); the
+    mean of PER_CALL_RUNS calls, or of those made by PER_CALL_BUDGET_S. Run in the
+    reference's child (reference_child.py)."""
+    import time
+
+    from kforge_search.evaluator.inputs import timing_inputs
+
+    calls = 0
+    started = time.perf_counter()
+    while calls < min(job.timed_runs, PER_CALL_RUNS):
+        [t.to("cpu") for t in forward(timing_inputs(module, job, calls))]
+        calls += 1
+        if time.perf_counter() - started >= PER_CALL_BUDGET_S:
+            break
+    return (time.perf_counter() - started) * 1e3 / max(calls, 1)

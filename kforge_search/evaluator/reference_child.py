@@ -25,6 +25,7 @@ from kforge_search.evaluator import inputs as job_inputs
 from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.child_failure import CandidateFailure
 from kforge_search.evaluator.job import Job
+from kforge_search.evaluator.limits import measure_per_call
 from kforge_search.evaluator.model_run import build_model, synchronize
 from kforge_search.evaluator.oracle_compare import (
     RunSpec,
@@ -41,12 +42,6 @@ from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.verify import all_close, magnitude
 from kforge_search.problem import exec_problem
 
-PER_CALL_RUNS = 5  # the reference's calls timed for its time per call (limits.py) ...
-# ... or fewer, once they took this long (at least one). Each call makes its inputs and copies
-# its outputs back: on an H200, 5 calls of a level-1 problem of 6 GiB took 23-27 s of the
-# ~29 s its reference took before the problem's first draft, for a figure only the time
-# limits read (a mean of 1 or 5 calls: either is far inside limits.py's factor)
-PER_CALL_BUDGET_S = 1.0
 # what a streamed trial holds on the device at once, at its float64 run's peak: trial 0's and
 # the trial's float32 outputs, its float32 inputs, their float64 copies (twice the size), the
 # float64 outputs, the parameters in both dtypes: 3 x inputs + 4 x outputs + 3 x parameters;
@@ -174,7 +169,7 @@ def reference_trials(job: Job, module: Any, channel: Channel, spent: PhaseClock)
         )
     warnings += [*kept.notes, *filter(None, [why])]
     with spent.timed("time per call"):
-        per_call_ms = reference_per_call(forward, module, job)
+        per_call_ms = measure_per_call(forward, module, job)
     saved = {
         "outputs": [trials[t] for t in kept.trial_ids],
         "buffers": [states[t] for t in kept.trial_ids],
@@ -453,7 +448,7 @@ def streamed_reference_trials(
     gc.collect()
     with spent.timed("time per call"):
         forward = model_forward(build_model(module.Model, module, job), job.device)
-        per_call_ms = reference_per_call(forward, module, job)
+        per_call_ms = measure_per_call(forward, module, job)
     with spent.timed("file"):
         tensorfile.write({"buffers": states}, Path(job.outputs_path))
     exact_ok = float64 and not why64
@@ -486,19 +481,6 @@ def check_deterministic(first: list[Any], again: list[Any]) -> None:
                 "differ. Seed or remove the randomness in Model.forward (e.g. dropout), "
                 "or use deterministic ops.",
             )
-
-
-def reference_per_call(forward: Callable[[list[Any]], list[Any]], module: Any, job: Job) -> float:
-    """The reference's time per call: its inputs, the call, a copy back (limits.py); the
-    mean of PER_CALL_RUNS calls, or of those made by PER_CALL_BUDGET_S."""
-    calls = 0
-    started = time.perf_counter()
-    while calls < min(job.timed_runs, PER_CALL_RUNS):
-        [t.to("cpu") for t in forward(job_inputs.timing_inputs(module, job, calls))]
-        calls += 1
-        if time.perf_counter() - started >= PER_CALL_BUDGET_S:
-            break
-    return (time.perf_counter() - started) * 1e3 / max(calls, 1)
 
 
 def serve_compared_trials(module: Any, job: Job, channel: Channel, spec: TrialSpec) -> None:

@@ -179,20 +179,20 @@ def test_the_references_time_per_call_stops_at_its_budget(monkeypatch):
     import time as time_mod
     from types import SimpleNamespace
 
-    from kforge_search.evaluator import reference_child
+    from kforge_search.evaluator import inputs, limits
 
     asked: list[int] = []
-    monkeypatch.setattr(reference_child.job_inputs, "timing_inputs",
+    monkeypatch.setattr(inputs, "timing_inputs",
                         lambda module, job, run: asked.append(run) or [run])  # fmt: skip
-    monkeypatch.setattr(reference_child, "PER_CALL_BUDGET_S", 0.3)
+    monkeypatch.setattr(limits, "PER_CALL_BUDGET_S", 0.3)
 
     def slow(inputs):
         time_mod.sleep(0.2)
         return [torch.zeros(2)]
 
     job = SimpleNamespace(timed_runs=50)
-    ms = reference_child.reference_per_call(slow, None, job)
+    ms = limits.measure_per_call(slow, None, job)
     assert asked == [0, 1] and 190 <= ms <= 400
     asked.clear()
-    reference_child.reference_per_call(lambda inputs: [torch.zeros(2)], None, job)
-    assert asked == list(range(reference_child.PER_CALL_RUNS))
+    limits.measure_per_call(lambda inputs: [torch.zeros(2)], None, job)
+    assert asked == list(range(limits.PER_CALL_RUNS))
