@@ -37,7 +37,7 @@ def warm_up(device: str, context: bool = True) -> None:
         # beside timed runs stalls them (H200: a 0.36 ms matmul's p99 +5-17%, single calls up
         # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all;
         # with $KFORGE_SPARE_CONTEXTS=one, one spare's at a time (devicelock.one_at_a_time),
-        # each under a hold of its own: off until an A/B on a GPU says it pays
+        # each under a hold of its own: off, as its one A/B on an H200 gained nothing
         turn = os.environ.get(SPARE_CONTEXTS_ENV, "").strip() == "one"
         with (
             one_at_a_time(device, "context") if turn else contextlib.nullcontext(),
