@@ -17,6 +17,7 @@ magnitude slower than the reference, and the configured limits stay as they are.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -68,11 +69,9 @@ def candidate_limits(
 
 
 def measure_per_call(forward: Callable[[list[Any]], list[Any]], module: Any, job: Job) -> float:
-    """The reference's time per call: its inputs, the call, a copy back (limits.py); the
-    mean of PER_CALL_RUNS calls, or of those made by PER_CALL_BUDGET_S. Run in the
-    reference's child (reference_child.py)."""
-    import time
-
+    """The reference's time per call that candidate_limits scales by: its inputs, the call,
+    a copy back; the mean of PER_CALL_RUNS calls, or of those made by PER_CALL_BUDGET_S.
+    Run in the reference's child (reference_child.py)."""
     from kforge_search.evaluator.inputs import timing_inputs
 
     calls = 0

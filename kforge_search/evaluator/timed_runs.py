@@ -154,7 +154,7 @@ def _empty(shapes: list[tuple[Any, Any, Any]]) -> list[Any]:
     reuse the heap's warm memory call after call): on the 2-CPU VM (firecracker, where a
     page the guest has not touched lately costs the host a fault too) a right cpu-cpp seed
     of 19_ReLU at 16 x 393216 (25 MB an output) took 53-58 ms a burst call against 2.7-7.2
-    claimed, and was REJECTED in 2 of 5 bench runs (`timing:wall-clock`)."""
+    claimed, and was REJECTED in 2 of 6 bench runs (`timing:wall-clock`)."""
     import torch
 
     made = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype, device in shapes]
