@@ -130,7 +130,12 @@ class Oracle:
                 f"its process ended in stage {exit.stage!r}: {how}, peak {exit.peak_rss_mb:.0f} MB"
             )
         tail = exit.output[-1500:] if exit else ""
-        if self.crowded and exit is not None and exit.killed:  # past a limit, on the host
+        # past a limit on the host: ours, or the system's (a SIGKILL this process did not
+        # send: the kernel's OOM killer). The oracle never loads a candidate, so neither is
+        # a draft's doing (H200, level 1 loose with 2 jobs: 38_L1Norm_'s oracle compared on
+        # the host for 213 s, died of SIGKILL at 25.5 GB, and the draft was INFRA_ERROR;
+        # alone on the device the problem ran OK)
+        if self.crowded and exit is not None and (exit.killed or exit.signal_name == "SIGKILL"):
             busy, why = True, f"{why} (its work went to the host: others held the device)"
         raise OracleError(
             f"the oracle could not answer: {why or 'its process ended'} {tail}", busy=busy

@@ -64,11 +64,12 @@ def test_the_allocators_nvml_assert_is_an_out_of_memory_and_other_errors_are_not
 class _EndedOracleChild:
     """An oracle's child that says its events, then has ended (killed as `killed`)."""
 
-    def __init__(self, events: list[dict], killed: str):
+    def __init__(self, events: list[dict], killed: str, signal: str = "SIGKILL"):
         from kforge_search.evaluator.sandbox import ChildExit
 
         self._events = list(events)
-        self.exit = ChildExit(None, "SIGKILL", killed, "oracle", "", 0, 41753.0)
+        code = None if signal else 1
+        self.exit = ChildExit(code, signal, killed, "oracle", "", 0, 41753.0)
 
     def next_event(self):
         return self._events.pop(0) if self._events else None
@@ -80,12 +81,12 @@ class _EndedOracleChild:
         return False
 
 
-def _oracle_error(events: list[dict], killed: str):
+def _oracle_error(events: list[dict], killed: str, signal: str = "SIGKILL"):
     import pytest
 
     from kforge_search.evaluator.oracle import Oracle, OracleError
 
-    oracle = Oracle(_EndedOracleChild(events, killed), Path(tempfile.mkdtemp()))
+    oracle = Oracle(_EndedOracleChild(events, killed, signal), Path(tempfile.mkdtemp()))
     with pytest.raises(OracleError) as raised:
         oracle._answer("compared")
     return raised.value
@@ -102,4 +103,10 @@ def test_an_oracle_past_its_limit_after_its_work_went_to_a_crowded_hosts_is_devi
     assert busy.busy and "others held the device" in str(busy)
     assert not _oracle_error([alone], "timeout").busy
     assert not _oracle_error([], "timeout").busy
-    assert not _oracle_error([crowded], "").busy  # it ended by itself: its own failure
+    # a SIGKILL no limit of ours sent, on a crowded host: the system's OOM killer (H200,
+    # 38_L1Norm_ beside another job: "exit -9, SIGKILL, peak 25496 MB" after 213 s on the host)
+    killed = _oracle_error([crowded], "")
+    assert killed.busy and "others held the device" in str(killed)
+    assert not _oracle_error([alone], "").busy  # the device was not crowded: its own failure
+    assert not _oracle_error([crowded], "", "SIGSEGV").busy  # it crashed by itself
+    assert not _oracle_error([crowded], "", "").busy  # it exited by itself
