@@ -132,9 +132,9 @@ class Oracle:
         tail = exit.output[-1500:] if exit else ""
         # past a limit on the host: ours, or the system's (a SIGKILL this process did not
         # send: the kernel's OOM killer). The oracle never loads a candidate, so neither is
-        # a draft's doing (H200, level 1 loose with 2 jobs: 38_L1Norm_'s oracle compared on
-        # the host for 213 s, died of SIGKILL at 25.5 GB, and the draft was INFRA_ERROR;
-        # alone on the device the problem ran OK)
+        # a draft's doing (H200, level 1 loose with 2 jobs: 38_L1Norm_'s seed spent 213 s in
+        # verify and its oracle died of SIGKILL at 25.5 GB, INFRA_ERROR; whether its work had
+        # gone to the host was not recorded; alone on the device the problem ran OK)
         if self.crowded and exit is not None and (exit.killed or exit.signal_name == "SIGKILL"):
             busy, why = True, f"{why} (its work went to the host: others held the device)"
         raise OracleError(

@@ -104,7 +104,7 @@ def test_an_oracle_past_its_limit_after_its_work_went_to_a_crowded_hosts_is_devi
     assert not _oracle_error([alone], "timeout").busy
     assert not _oracle_error([], "timeout").busy
     # a SIGKILL no limit of ours sent, on a crowded host: the system's OOM killer (H200,
-    # 38_L1Norm_ beside another job: "exit -9, SIGKILL, peak 25496 MB" after 213 s on the host)
+    # 38_L1Norm_ beside another job: "exit -9, SIGKILL, peak 25496 MB" after 213 s in verify)
     killed = _oracle_error([crowded], "")
     assert killed.busy and "others held the device" in str(killed)
     assert not _oracle_error([alone], "").busy  # the device was not crowded: its own failure
