@@ -143,6 +143,11 @@ def _waits(w: Any) -> str:
     return "-" if not w.lane_waits else f"{_num(w.lane_wait(0.5))} / {_num(w.lane_wait(0.9))}"
 
 
+def _behind(w: Any) -> str:
+    """The timings' waits by what they waited for last, the three largest."""
+    return ", ".join(f"{k} {v:.1f}" for k, v in w.lane_waited_for[:3]) or "-"
+
+
 def _print(result: Any) -> None:
     """The figures, whole run beside steady state; then the best speedup per problem."""
     whole, steady = result.whole, result.steady
@@ -162,6 +167,7 @@ def _print(result: Any) -> None:
         both("timing lane busy (lock journal)", lambda w: _pct(w.lane_busy)),
         both("  idle while a timing waited", lambda w: _pct(w.lane_blocked)),
         both("  timing's wait for the lane p50 / p90 (s)", _waits),
+        both("  behind (s, the hold released last)", _behind),
         both("GPU utilization (nvidia-smi)", gpus),
         both("CPU utilization", lambda w: _pct(w.cpu_utilization)),
         both("s / evaluation", lambda w: _num(w.mean_duration_s)),

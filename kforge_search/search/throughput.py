@@ -79,6 +79,8 @@ class Window:
     phases: tuple[tuple[str, float], ...]  # mean seconds per evaluation, largest first
     cpu_parts: tuple[tuple[str, float], ...] = ()  # CPU seconds per evaluation, largest first
     infra_errors: int = 0  # evaluations the evaluator failed (not in `evaluations`)
+    # the timings' waits by what they waited for last (lane_waited_for), largest first
+    lane_waited_for: tuple[tuple[str, float], ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -113,6 +115,7 @@ class Window:
                 "p50": _round(self.lane_wait(0.5), 3),
                 "p90": _round(self.lane_wait(0.9), 3),
             },
+            "timing_lane_wait_s_by_last_holder": {k: round(v, 2) for k, v in self.lane_waited_for},
             "timed_phase_fraction": round(self.timed_fraction, 3),
             "cpu_utilization": _round(self.cpu_utilization, 3),
             "gpu_utilization_mean_pct": {
@@ -259,6 +262,41 @@ def gpu_utilization(ticks: Iterable[Tick], start: float, end: float) -> tuple[fl
     return tuple(sum(g[i] for g in inside) / len(inside) for i in range(count))
 
 
+def holder_kind(hold: Hold) -> str:
+    """What a hold was. A shared one: its label's mode ("candidate", "baseline",
+    "reference", ...: devicelock.DeviceLock.label), "spare" unlabelled (a spare's CUDA
+    context: standby.warm_up). An exclusive one: "timing" (a candidate's, or unlabelled),
+    else its mode's ("baseline timing")."""
+    mode = hold.label.rpartition(":")[2]
+    if hold.mode == "exclusive":
+        return "timing" if mode in ("", "candidate") else f"{mode} timing"
+    return mode or "spare"
+
+
+def lane_waited_for(holds: Iterable[Hold], start: float, end: float) -> dict[str, float]:
+    """Seconds the timings that got their lane in [start, end] waited, by what they waited
+    for last: the kind (holder_kind) of the hold on the same device whose release let the
+    timing in, the last to end in its wait (a shared one; or another timing it queued
+    behind). Largest first. What the whole wait went to is not split: the last holder is
+    the one a shorter hold would have had to be (H200, bench --throughput: 4.3 of 14.9 s
+    behind spares' CUDA contexts, most of the rest behind candidates' steps)."""
+    holds = list(holds)
+    waited: dict[str, float] = {}
+    for timing in holds:
+        if timing.mode != "exclusive" or timing.asked is None or timing.waited is None:
+            continue
+        if not start <= timing.start <= end or timing.waited <= 0.0:
+            continue
+        released = [
+            h for h in holds
+            if h is not timing and h.device == timing.device
+            and h.start < timing.start and timing.asked < h.end <= timing.start + 1e-3
+        ]  # fmt: skip
+        kind = holder_kind(max(released, key=lambda h: h.end)) if released else "unknown"
+        waited[kind] = waited.get(kind, 0.0) + timing.waited
+    return dict(sorted(waited.items(), key=lambda kv: -kv[1]))
+
+
 def window(
     evaluations: Sequence[Evaluation],
     holds: Sequence[Hold],
@@ -285,6 +323,7 @@ def window(
         lane_busy=lane_busy(holds, start, end, lanes),
         lane_blocked=lane_blocked(holds, start, end, lanes),
         lane_waits=lane_waits(holds, start, end),
+        lane_waited_for=tuple(lane_waited_for(holds, start, end).items()),
         timed_fraction=timed / (seconds * lanes) if seconds > 0 else 0.0,
         cpu_utilization=cpu_utilization(ticks, start, end),
         gpu_utilization=gpu_utilization(ticks, start, end),

@@ -293,3 +293,37 @@ def test_the_steps_that_reused_another_lineages_results_are_counted_from_the_out
     assert (counted.steps, counted.reused) == (5, 3)
     data = dataclasses.replace(_throughput(gpu=False), steps=5, reused_steps=3).as_dict()
     assert (data["lineage_steps"], data["lineage_steps_reused"]) == (5, 3)
+
+
+def test_each_timings_wait_goes_to_what_it_waited_for_last(tmp_path):
+    """A timing asked at 30 got its lane at 38: the shared holds that ended in its wait were
+    a spare's context (at 33) and a candidate's step (at 38, the last): its 8 s go to the
+    candidate's step. One asked at 40 waited behind another timing; one on another device
+    is not held up by this device's holds; one that did not wait counts nothing."""
+    from kforge_search.search.throughput import holder_kind, lane_waited_for
+
+    journal = tmp_path / "locks.txt"
+    lines = [
+        f"1:1 shared {T0 + 20:.6f} {T0 + 33:.6f} asked={T0 + 20:.6f} dev=cuda0",
+        f"2:2 shared {T0 + 25:.6f} {T0 + 38:.6f} p:candidate asked={T0 + 25:.6f} dev=cuda0",
+        f"3:3 exclusive {T0 + 38:.6f} {T0 + 41:.6f} p:candidate asked={T0 + 30:.6f} dev=cuda0",
+        f"4:4 exclusive {T0 + 41:.6f} {T0 + 42:.6f} p:candidate asked={T0 + 40:.6f} dev=cuda0",
+        f"5:5 shared {T0 + 20:.6f} {T0 + 50:.6f} q:baseline asked={T0 + 20:.6f} dev=cuda1",
+        f"6:6 exclusive {T0 + 50:.6f} {T0 + 51:.6f} q:baseline asked={T0 + 45:.6f} dev=cuda1",
+        f"7:7 exclusive {T0 + 60:.6f} {T0 + 61:.6f} p:candidate asked={T0 + 60:.6f} dev=cuda0",
+    ]
+    journal.write_text("\n".join(lines) + "\n")
+    holds = parse_journal(journal.read_text())
+    assert [holder_kind(h) for h in holds] == [
+        "spare", "candidate", "timing", "timing", "baseline", "baseline timing", "timing"
+    ]  # fmt: skip
+    waited = lane_waited_for(holds, T0 + 30, T0 + 70)
+    assert waited == pytest.approx({"candidate": 8.0, "baseline": 5.0, "timing": 1.0})
+    assert list(waited) == ["candidate", "baseline", "timing"]  # largest first
+    assert lane_waited_for(holds, T0 + 39, T0 + 70) == pytest.approx(
+        {"baseline": 5.0, "timing": 1.0}
+    )  # the first timing got its lane before the window
+    steady = window(EVALS, holds, (), T0 + 30, T0 + 70, lanes=2)
+    assert steady.as_dict(gpu=True)["timing_lane_wait_s_by_last_holder"] == {
+        "candidate": 8.0, "baseline": 5.0, "timing": 1.0
+    }  # fmt: skip
