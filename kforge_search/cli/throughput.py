@@ -144,8 +144,9 @@ def _waits(w: Any) -> str:
 
 
 def _behind(w: Any) -> str:
-    """The timings' waits by what they waited for last, the three largest."""
-    return ", ".join(f"{k} {v:.1f}" for k, v in w.lane_waited_for[:3]) or "-"
+    """The timings' waits by what they waited for last, the three largest (of 0.05 s or
+    more: one evaluator on a CPU host waits next to nothing)."""
+    return ", ".join(f"{k} {v:.1f}" for k, v in w.lane_waited_for[:3] if v >= 0.05) or "-"
 
 
 def _print(result: Any) -> None:
