@@ -335,8 +335,12 @@ def bench_cmd(
         for folder in sources:
             kept = _rows_of(folder, "--rest-of" if folder == rest_of else "--merge", policy,
                             plat.name)  # fmt: skip
-            done.update({name: row for name, row in kept.items() if name not in done})
-            _copy_best(Path(folder), Path(out), kept)
+            # the first run with a row for a problem gives its row, and its best kernel
+            # (before, a later run's kernel overwrote it: a table whose 6_Matmul_with_large_K
+            # row said bf16 beside the bf16x3 kernel of the run merged after it)
+            taken = {name: row for name, row in kept.items() if name not in done}
+            done.update(taken)
+            _copy_best(Path(folder), Path(out), taken)
     except BenchError as exc:
         fail(str(exc), "use another --out, or leave out --resume / --merge / --rest-of")
     for line in skipped:

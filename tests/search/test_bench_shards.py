@@ -48,6 +48,14 @@ def test_shards_run_their_own_problems_and_merge_into_one_table(tmp_path):
     assert [r["problem"] for r in data["rows"]] == names  # the suite's order
     assert data["summary"]["verified"] == 3 and data["summary"]["problems"] == 3
     assert sorted(p.name for p in (merged / "best").iterdir()) == [f"{n}.py" for n in names]
+    # a problem two runs have: the first run's row, and its kernel with it
+    write_outputs(rows[:1], summarize(rows[:1]), tmp_path / "s2", meta)
+    (tmp_path / "s2" / "best").mkdir()
+    (tmp_path / "s2" / "best" / f"{names[0]}.py").write_text("# the second run's")
+    both = bench(tmp_path / "both", "cpu-triton", "--merge", str(tmp_path / "s0"), "--merge",
+                 str(tmp_path / "s2"), suite=suite)  # fmt: skip
+    assert both.exit_code == 0, both.output
+    assert (tmp_path / "both" / "best" / f"{names[0]}.py").read_text() == f"# {names[0]}"
     alone = bench(tmp_path / "z", "cpu-triton", "--merge", str(tmp_path / "s1"), suite=suite)
     assert alone.exit_code == 0 and "2 not run" in alone.output, alone.output
     data = json.loads((tmp_path / "z" / "bench.json").read_text())
