@@ -209,6 +209,10 @@ def repair(genome: Genome, policy: str) -> Genome:
         )
     if genome.precision == "ieee" and genome.loads == "tma":  # H100, 09_gemm_sum: TMA tiles
         genome = dataclasses.replace(genome, loads="pointer")  # into an FMA dot ran 33x slower
+    if genome.precision != "bf16" and genome.cast != "call":  # bf16's gene alone: another
+        # precision with cast=tile writes the same kernels as with call, and the search would
+        # take them for a genome not tried yet (a mutant or cross of the bf16 tile step)
+        genome = dataclasses.replace(genome, cast="call")
     while genome.smem_bytes > SMEM_BYTES and genome.num_stages > 2:
         genome = dataclasses.replace(genome, num_stages=genome.num_stages - 1)
     while genome.smem_bytes > SMEM_BYTES and genome.block_k > 16:

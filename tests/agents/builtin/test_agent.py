@@ -292,6 +292,10 @@ def test_a_loose_bf16x3_seed_over_a_long_k_tries_bf16_dots_that_cast_their_tiles
     (step,) = agent.propose(Context(problem, cuda, "loose", parents=(parent(seed, True),)))
     assert step.genome == dataclasses.replace(seed.genome, precision="bf16", cast="tile")
     assert step.note == BF16_TILE_NOTE and step.parents == (seed.id,)
+    # away from bf16 (a mutant, a cross) the gene goes back to its default: the same kernels
+    tf32 = dataclasses.replace(step.genome, precision="tf32")
+    assert gen.repair(tf32, "loose") == gen.repair(dataclasses.replace(tf32, cast="call"), "loose")
+    assert gen.repair(step.genome, "loose").cast == "tile"
     (strict,) = agent.propose(Context(problem, cuda))
     after = agent.propose(Context(problem, cuda, parents=(parent(strict, True),), budget=6))
     assert after and all(d.genome.precision != "bf16" for d in after)
