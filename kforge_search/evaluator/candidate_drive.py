@@ -159,11 +159,15 @@ class CandidateDrive:
                 path = job.unseen_outputs_path if later else job.outputs_path
                 # the hold back (the child wrote its file aside), behind a timing that waits:
                 # the comparison runs on the device, and so does the next trial
+                began = time.monotonic()
                 lock.resume_work()
-                (unseen_check if later else check).add(  # type: ignore[union-attr]
-                    int(event["pos"]), Path(trial_path(path, int(event["pos"])))
-                )
+                held = time.monotonic()
+                trials = unseen_check if later else check
+                assert trials is not None
+                trials.add(int(event["pos"]), Path(trial_path(path, int(event["pos"]))))
+                added = time.monotonic()
                 lock.yield_to_timing()  # between trials: a timing that waits goes first
+                child.note(compared_line(event["pos"], held - began, added - held, trials.spent))
                 child.ask("next")  # its stage's clock starts again: the comparison is ours
             elif kind == "verified":
                 comparison = check.result()
@@ -329,6 +333,13 @@ class CandidateDrive:
         policy = get_policy(self.config.policy)
         expected, actual = placed((expected, actual), self.device)
         return compare_timed(expected, actual, labels(runs, calls), policy, slack)
+
+
+def compared_line(pos: object, waited: float, added: float, spent: dict[str, float]) -> str:
+    """The event journal's line for one trial compared by the parent: its wait for the
+    device's hold, the whole comparison and its parts (TrialCheck.spent: a held reference's)."""
+    parts = " ".join(f"{k}={v:.4f}" for k, v in spent.items())
+    return f"compared {pos} wait={waited:.4f} add={added:.4f} {parts}".rstrip()
 
 
 def oracle_artifacts(exc: OracleError) -> Artifacts:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,17 +127,22 @@ def one_trial(
     scales: Sequence[float],
     device: str | None,
     shared: bool = False,
+    spent: dict[str, float] | None = None,
 ) -> Comparison:
     """One verification trial of a candidate (its file at `path`, read and removed) against
     the reference's outputs, float64 row and changed buffers (verify.compare_outputs), on
     `device` where they fit (verify.placed): the parent's for a held reference
     (trial_check.py), the oracle's for a streamed one (`shared`: its outputs may come as
-    CUDA IPC handles, shared_outputs.py, opened here)."""
+    CUDA IPC handles, shared_outputs.py, opened here). `spent`, where given, gets each
+    part's seconds: "read", "placed" and "compared" (the event journal's `compared` lines)."""
+    began = time.perf_counter()
     theirs = load(path)
     outputs = candidate_outputs(theirs["outputs"], shared)
+    read = time.perf_counter()
     mine = (list(expected), row, buffers, outputs, theirs["buffers"])
     expected, row, buffers, outputs, changed = placed(mine, device)
-    return compare_outputs(
+    moved = time.perf_counter()
+    found = compare_outputs(
         [list(expected)],
         [outputs],
         policy,
@@ -148,6 +154,9 @@ def one_trial(
         plain=plain,
         scales=[scales],
     )
+    if spent is not None:
+        spent.update(read=read - began, placed=moved - read, compared=time.perf_counter() - moved)
+    return found
 
 
 def candidate_outputs(outputs: Any, shared: bool) -> Any:

@@ -167,6 +167,10 @@ class Child:
             with open(journal, "a") as f:
                 f.write(f"{self._proc.pid} {time.time():.6f} {what}\n")
 
+    def note(self, what: str) -> None:
+        """A line of the parent's own in the event journal, beside this child's ("= what")."""
+        self._journal(f"= {what}")
+
     def send(self, line: str) -> None:
         self._journal(f"> {line}")
         try:

@@ -45,6 +45,7 @@ class TrialCheck:
     device: str | None = None  # where the comparisons run (verify.placed; None: the CPU)
     output_bytes: int = 0  # one trial's outputs (a streamed reference's oracle places them)
     parts: list[Comparison] = field(default_factory=list)
+    spent: dict[str, float] = field(default_factory=dict)  # the last held trial's parts' seconds
     _streaming: Oracle | None = None
 
     def add(self, pos: int, path: Path) -> Comparison:
@@ -60,7 +61,8 @@ class TrialCheck:
         row = self.exact[pos] if self.exact is not None else None
         buffers = [self.buffers[pos]] if pos < len(self.buffers) else None
         return one_trial(self.outputs[pos], row, buffers, path, self.policy, self.ids[pos],
-                         self.wide, self.plain, self.scales[pos], self.device)  # fmt: skip
+                         self.wide, self.plain, self.scales[pos], self.device,
+                         spent=self.spent)  # fmt: skip
 
     def _streamed(self, path: Path) -> Comparison:
         """A streamed reference's trial, compared by its oracle."""
