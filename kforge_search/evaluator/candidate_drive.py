@@ -164,11 +164,18 @@ class CandidateDrive:
                 held = time.monotonic()
                 trials = unseen_check if later else check
                 assert trials is not None
+                # a held reference's trials exist already: the child's next trial runs while
+                # this one is compared, under this hold (its "aside" lets it go afterwards)
+                ahead = trials.oracle is None and not job.share_outputs
+                if ahead:
+                    child.ask("next")  # its stage's clock starts again
                 trials.add(int(event["pos"]), Path(trial_path(path, int(event["pos"]))))
                 added = time.monotonic()
-                lock.yield_to_timing()  # between trials: a timing that waits goes first
+                if not ahead:  # the oracle's trial is made now: the child waited for it
+                    lock.yield_to_timing()  # between trials: a timing that waits goes first
                 child.note(compared_line(event["pos"], held - began, added - held, trials.spent))
-                child.ask("next")  # its stage's clock starts again: the comparison is ours
+                if not ahead:
+                    child.ask("next")  # its stage's clock starts again: the comparison is ours
             elif kind == "verified":
                 comparison = check.result()
                 correctness = comparison.correctness

@@ -2,13 +2,16 @@
 
 The candidate's child saves each trial's outputs (and the buffers the reference's forward
 changes) in a file of its own and waits; the parent reads it, takes the reference's outputs
-for that trial, compares, and only then lets the child run the next trial
-(worker.verify_trials). The reference's trial comes from the parent's memory, or, for a
-streamed reference (footprint.streamed: every trial's outputs and float64 copies would not
-fit), the parent hands the candidate's file to the reference's oracle, which recomputes its
-trial only then, compares there and answers with the verdict (oracle_compare.py): the
-reference's outputs for a trial never exist before the candidate's are fixed, and never
-leave the oracle. The parent holds one trial's outputs, of each side, at a time.
+for that trial and compares (worker.verify_trials). The reference's trial comes from the
+parent's memory: the parent lets the child run its next trial as it starts comparing this
+one, under the same hold of the device (candidate_drive.py; one at a time, each trial cost
+the H200 a wait for the hold, a file read and a comparison, 0.37 s, while the child idled).
+Or, for a streamed reference (footprint.streamed: every trial's outputs and float64 copies
+would not fit), the parent hands the candidate's file to the reference's oracle, which
+recomputes its trial only then, compares there and answers with the verdict
+(oracle_compare.py), and only then does the child run its next trial: the reference's
+outputs for a trial never exist before the candidate's are fixed, and never leave the
+oracle. The parent holds one trial's outputs, of each side, at a time.
 """
 
 from __future__ import annotations

@@ -200,8 +200,8 @@ def verify_trials(
             channel.host_work(job.device)
         torch.save({"outputs": saved, "buffers": state}, trial_path(outputs_path, pos))
         del saved, state
-        # the parent reads it (and only then has the reference's trial made, where the
-        # reference streams: pipeline.TrialCheck) before the next trial's forward runs
+        # the parent says `next` as it starts comparing a held reference's trial, or, where
+        # the reference streams, once the oracle has made and compared its trial (trial_check)
         channel.send("trial", pos=pos)
         if timed_runs.read_command() != ["next"]:
             raise CandidateFailure("INFRA_ERROR", "verification ended by the parent")

@@ -180,10 +180,11 @@ def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under
 
 
 def test_the_event_journal_says_how_long_each_trials_comparison_took(monkeypatch, tmp_path):
-    """Each trial the parent compared has a `compared` line after the child's `trial`, before
-    its `next`: the wait for the device's hold, the whole comparison and its parts (what made
-    a first trial's comparison hold an H200 0.44 s at the median, 3.5 s at most, while
-    timings waited)."""
+    """Each trial the parent compared has a `compared` line: the wait for the device's hold,
+    the whole comparison and its parts (what made a first trial's comparison hold an H200
+    0.44 s at the median, 3.5 s at most, while timings waited). A held reference's trial is
+    compared after the child is told to run the next one (candidate_drive.py): `next`
+    comes between the trial and its comparison's line."""
     monkeypatch.setenv("KFORGE_CACHE_DIR", str(own_cache(tmp_path / "cache")))
     monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "locks"))
     events = tmp_path / "events.txt"
@@ -191,13 +192,14 @@ def test_the_event_journal_says_how_long_each_trials_comparison_took(monkeypatch
     evaluate_chain(EvalConfig(baselines=(), check_unseen=False, zygote=False), "cpu-triton")
     lines = [line.split(maxsplit=2)[2] for line in events.read_text().splitlines()]
     told = [what.split() for what in lines if what.startswith(("trial", "= compared", "> next"))]
-    trials = [w for w in told if w[0] == "trial"]
-    assert trials
-    for i in range(len(trials)):  # trial, its comparison's line, then next
-        trial, compared, sent = told[3 * i : 3 * i + 3]
-        assert (trial[0], compared[:2], sent[:2]) == ("trial", ["=", "compared"], [">", "next"])
-        assert compared[2] == str(i), told
-        parts = dict(field.split("=") for field in compared[3:])
-        assert set(parts) == {"wait", "add", "read", "placed", "compared"}, compared
+    trials = [k for k, w in enumerate(told) if w[0] == "trial"]
+    nexts = [k for k, w in enumerate(told) if w[:2] == [">", "next"]]
+    compared = [k for k, w in enumerate(told) if w[:2] == ["=", "compared"]]
+    assert trials and len(trials) == len(nexts) == len(compared), told
+    for i, (t, n, c) in enumerate(zip(trials, nexts, compared, strict=True)):
+        assert t < n < c, told  # the trial, the child told to go on, then its comparison
+        assert told[c][2] == str(i), told
+        parts = dict(field.split("=") for field in told[c][3:])
+        assert set(parts) == {"wait", "add", "read", "placed", "compared"}, told[c]
         assert all(float(v) >= 0 for v in parts.values())
         assert float(parts["add"]) >= float(parts["read"]) + float(parts["compared"])
