@@ -31,6 +31,7 @@ from kforge_search.evaluator.outcome import (
 from kforge_search.evaluator.policy import get_policy
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference
+from kforge_search.evaluator.resident import Resident
 from kforge_search.evaluator.result import (
     DEVICE_BUSY_REASON,
     Artifacts,
@@ -77,7 +78,8 @@ class CandidateDrive:
     `unseen_below_ms`: the unseen sizes are checked only for a candidate timed faster than
     this (the caller's best kept draft: a slower one cannot be kept, so its check would be
     spent for nothing; its result says `generalizes` "unchecked" and why). None: always.
-    `lane_wait`: how long the candidate waited for the timing lane (its own phase)."""
+    `lane_wait`: how long the candidate waited for the timing lane (its own phase).
+    `resident`: where a held reference's trials stay on `device` between candidates."""
 
     child: Child
     job: Job
@@ -90,14 +92,15 @@ class CandidateDrive:
     device: str | None
     unseen_below_ms: float | None = None
     lane_wait: float = 0.0
+    resident: Resident | None = None  # held references' trials kept on `device` (resident.py)
 
     def result(self, base: EvalResult) -> EvalResult:
         """The candidate's result, from `base` (what the evaluation knew before its child)."""
         child, ref, unseen = self.child, self.ref, self.unseen
         policy = get_policy(self.config.policy)
-        check = ref.check(policy, self.oracle, self.device)
+        check = ref.check(policy, self.oracle, self.device, self.resident)
         unseen_check = (
-            unseen[1].check(policy, self.unseen_oracle, self.device)
+            unseen[1].check(policy, self.unseen_oracle, self.device, self.resident)
             if unseen and self.unseen_oracle
             else None
         )

@@ -75,6 +75,8 @@ class EvalConfig:
     # `kforge bench --throughput --duration 2.5`: CPU-s per evaluation 11.69 -> 9.12
     zygote: bool = field(default_factory=_zygote_default)
     compare_on_device: bool = True  # outputs compared on the accelerator (verify.placed)
+    # a held reference's trials stay there between candidates (resident.py)
+    resident_references: bool = True
     # the chosen timed runs are compared in the oracle against a held reference too, as
     # against a streamed one (Job.share_timed): on a CUDA device their outputs go there as
     # CUDA IPC handles and no file of outputs is written on either side (elsewhere as host

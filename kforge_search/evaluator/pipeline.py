@@ -33,6 +33,7 @@ from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference, memory_note, reference_of
 from kforge_search.evaluator.reference_store import ReferenceStore, references_to_drop
+from kforge_search.evaluator.resident import Resident
 from kforge_search.evaluator.result import (
     Artifacts,
     EvalResult,
@@ -64,6 +65,7 @@ class Evaluator(BaselineRuns):
         self._locks: dict[tuple[str, int], DeviceLock] = {}
         self._ahead: dict[str, threading.Thread] = {}  # baselines measured ahead, by key
         self._device_ok: bool | None = None  # this process can compare on its accelerator
+        self._resident: dict[str, Resident] = {}  # held references' trials, by device
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
@@ -187,6 +189,8 @@ class Evaluator(BaselineRuns):
         lets go of the device locks."""
         self._spares.close()
         self.close_oracles()
+        for resident in self._resident.values():
+            resident.clear()
         for lock in list(self._locks.values()):
             lock.close()
         self._locks.clear()
@@ -470,6 +474,7 @@ class Evaluator(BaselineRuns):
                     self.config,
                     self._compare_device(job.device),
                     unseen_below_ms,
+                    resident=self._resident_on(self._compare_device(job.device)),
                 )
                 result = drive.result(base)
             # the wait for the timing lane (the device lock, exclusive) is its own phase
@@ -547,6 +552,14 @@ class Evaluator(BaselineRuns):
             import torch
 
             torch.cuda.empty_cache()
+
+    def _resident_on(self, device: str | None) -> Resident | None:
+        """Where held references' trials stay on the comparisons' device (resident.py)."""
+        if device is None or not self.config.resident_references:
+            return None
+        if (resident := self._resident.get(device)) is None:
+            resident = self._resident[device] = Resident(device)
+        return resident
 
     def _compare_device(self, device: str) -> str | None:
         """Where this process compares a candidate's outputs with the reference's: the

@@ -16,6 +16,7 @@ from kforge_search.evaluator.exact import Numerics
 from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.oracle import Oracle
 from kforge_search.evaluator.policy import NumericPolicy
+from kforge_search.evaluator.resident import Resident, Trials
 from kforge_search.evaluator.sandbox import Child
 from kforge_search.evaluator.trial_check import TrialCheck
 from kforge_search.evaluator.verify import atol_scales, scales_of
@@ -73,15 +74,23 @@ class Reference:
         return atol_scales(self.outputs, ids, n.wide, n.plain or None)
 
     def check(
-        self, policy: NumericPolicy, oracle: Callable[[], Oracle], device: str | None = None
+        self,
+        policy: NumericPolicy,
+        oracle: Callable[[], Oracle],
+        device: str | None = None,
+        resident: Resident | None = None,
     ) -> TrialCheck:
         """A verification against this reference, trial by trial (trial_check.py); `oracle`
-        recomputes a streamed reference's trials; `device`: where the comparisons run."""
+        recomputes a streamed reference's trials; `device`: where the comparisons run;
+        `resident`: where a held reference's trials stay on that device between candidates."""
         n = self.numerics
         ids = list(n.trial_ids or range(len(self.outputs)))
         plain = n.plain or None
         if self.streamed is None:
-            return TrialCheck(self.outputs, n.exact, self.buffers, ids, n.wide, plain,
+            trials = Trials(self.outputs, n.exact, self.buffers)
+            if resident is not None and device is not None:
+                trials = resident.trials(self, trials, self.held_bytes)
+            return TrialCheck(trials.outputs, trials.exact, trials.buffers, ids, n.wide, plain,
                               self.scales, policy, device=device)  # fmt: skip
         return TrialCheck([], None, self.buffers, ids, n.wide, plain, self.scales, policy,
                           oracle, self.streamed.float64, device=device,

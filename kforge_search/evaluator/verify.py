@@ -313,7 +313,7 @@ def placed(values: Any, device: str | None) -> Any:
     if device is None or _bytes(values) > DEVICE_COMPARE_BYTES:
         return values
     try:
-        return _moved(values, device)
+        return moved_to(values, device)
     except RuntimeError:  # out of the device's memory (a timed run beside it, another job)
         return values
 
@@ -330,15 +330,16 @@ def _bytes(values: Any) -> int:
     return 0
 
 
-def _moved(values: Any, device: str) -> Any:
+def moved_to(values: Any, device: str) -> Any:
+    """`values` (tensors in lists, tuples and dicts) copied to `device`, as they are nested."""
     import torch
 
     if isinstance(values, torch.Tensor):
         return values.to(device)
     if isinstance(values, dict):
-        return {k: _moved(v, device) for k, v in values.items()}
+        return {k: moved_to(v, device) for k, v in values.items()}
     if isinstance(values, list | tuple):
-        return type(values)(_moved(v, device) for v in values)
+        return type(values)(moved_to(v, device) for v in values)
     return values
 
 
