@@ -30,9 +30,9 @@ def _zygote_default() -> bool:
 
 
 def _timed_check_in_oracle_default() -> bool:
-    """Off, unless $KFORGE_TIMED_CHECK_IN_ORACLE=1 (an A/B on a GPU before it is the
-    default)."""
-    return os.environ.get("KFORGE_TIMED_CHECK_IN_ORACLE", "").strip() == "1"
+    """On, unless $KFORGE_TIMED_CHECK_IN_ORACLE=0 (its A/B on an H200: call 40 of
+    docs/results/h200-2026-11-29b)."""
+    return os.environ.get("KFORGE_TIMED_CHECK_IN_ORACLE", "").strip() != "0"
 
 
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
@@ -82,7 +82,8 @@ class EvalConfig:
     # CUDA IPC handles and no file of outputs is written on either side (elsewhere as host
     # copies: the oracle writes none). Through files, the check of 04_gemm_mish_hardtanh's 6
     # chosen 64 MiB outputs crossed the disk four times (H200, budget 16: "time-burst" 3-4 s
-    # of a 16 s evaluation). Not yet run on a GPU.
+    # of a 16 s evaluation). In the oracle (H200, `bench --throughput`, 8 per GPU, one
+    # machine): "time-burst" 2.62 -> 0.64 s an evaluation, 54.4 -> 59.2 a GPU-minute steady
     timed_check_in_oracle: bool = field(default_factory=_timed_check_in_oracle_default)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
     # evaluators sharing this machine's memory (cached_share): the references each keeps
