@@ -174,10 +174,9 @@ class CandidateDrive:
                     child.ask("next")  # its stage's clock starts again
                 trials.add(int(event["pos"]), Path(trial_path(path, int(event["pos"]))))
                 added = time.monotonic()
-                if not ahead:  # the oracle's trial is made now: the child waited for it
-                    lock.yield_to_timing()  # between trials: a timing that waits goes first
                 child.note(compared_line(event["pos"], held - began, added - held, trials.spent))
-                if not ahead:
+                if not ahead:  # the oracle's trial was made now: the child waited for it
+                    lock.yield_to_timing()  # between trials: a timing that waits goes first
                     child.ask("next")  # its stage's clock starts again: the comparison is ours
             elif kind == "verified":
                 comparison = check.result()
