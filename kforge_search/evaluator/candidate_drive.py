@@ -169,7 +169,8 @@ class CandidateDrive:
                 assert trials is not None
                 # a held reference's trials exist already: the child's next trial runs while
                 # this one is compared, under this hold (its "aside" lets it go afterwards)
-                ahead = trials.oracle is None and not job.share_outputs
+                shared = job.share_unseen if later else job.share_outputs  # this stage's
+                ahead = trials.oracle is None and not shared
                 if ahead:
                     child.ask("next")  # its stage's clock starts again
                 trials.add(int(event["pos"]), Path(trial_path(path, int(event["pos"]))))

@@ -462,6 +462,7 @@ class Evaluator(BaselineRuns):
                 self.config, job, ref.per_call_ms, unseen_ms, platform.timing_meaningful
             )
             base = replace(base, limits=used)
+            compare_on = self._compare_device(job.device)
             with self._child(job, work, platform, limits=limits) as child:
                 drive = CandidateDrive(
                     child,
@@ -472,9 +473,9 @@ class Evaluator(BaselineRuns):
                     (lambda: self._oracle(unseen[0], platform)) if unseen else None,
                     self._lock(job.device),  # held shared by _child
                     self.config,
-                    self._compare_device(job.device),
+                    compare_on,
                     unseen_below_ms,
-                    resident=self._resident_on(self._compare_device(job.device)),
+                    resident=self._resident_on(compare_on),
                 )
                 result = drive.result(base)
             # the wait for the timing lane (the device lock, exclusive) is its own phase
