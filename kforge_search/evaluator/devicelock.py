@@ -199,10 +199,11 @@ def one_at_a_time(device: str, what: str, folder: Path | None = None) -> Iterato
     run, and a timing waited for the whole batch while new work queued behind it. One at a
     time, a timing that waits goes between two spares' contexts (their shared holds queue
     behind it). It is taken holding nothing of the device lock, and nothing that holds the
-    device lock waits for it: no cycle. Measured once (H200, `bench --throughput`, call 37 of
-    docs/results/h200-2026-11-29): the spares' holds went 140 -> 74.5 s, but the candidates'
-    waits did not move and neither did the throughput, so standby.py takes it only on
-    $KFORGE_SPARE_CONTEXTS=one."""
+    device lock waits for it: no cycle. Measured on an H200 (`bench --throughput`): at first
+    the spares' holds went 140 -> 74.5 s and nothing else moved (call 37 of
+    docs/results/h200-2026-11-29); once candidates' steps were shorter, 63.0 -> 69.1
+    evaluations a GPU-minute (call 42 of docs/results/h200-2026-11-29c). standby.py takes it
+    unless $KFORGE_SPARE_CONTEXTS=together (standby.contexts_one_at_a_time)."""
     folder = folder or lock_folder()
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder / f"{device_key(device)}.{what}", os.O_RDWR | os.O_CREAT, 0o666)

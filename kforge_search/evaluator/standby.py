@@ -35,10 +35,10 @@ def warm_up(device: str, context: bool = True) -> None:
         # (inputs.on_device): ~3.5 s of imports, once. Queued behind a waiting timing: its
         # evaluator waits for "ready" holding nothing (pipeline._child). A context created
         # beside timed runs stalls them (H200: a 0.36 ms matmul's p99 +5-17%, single calls up
-        # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all;
-        # with $KFORGE_SPARE_CONTEXTS=one, one spare's at a time (devicelock.one_at_a_time),
-        # each under a hold of its own: off, as its one A/B on an H200 gained nothing
-        turn = os.environ.get(SPARE_CONTEXTS_ENV, "").strip() == "one"
+        # to 2.4 ms, with 4-8 processes creating contexts), so it is under the lock at all,
+        # and one spare's at a time (devicelock.one_at_a_time), each under a hold of its own:
+        # a timing then waits for one context, not for all that started together
+        turn = contexts_one_at_a_time()
         with (
             one_at_a_time(device, "context") if turn else contextlib.nullcontext(),
             holding(device, False, queue=True),
@@ -46,6 +46,17 @@ def warm_up(device: str, context: bool = True) -> None:
             torch.device(device),
         ):
             torch.empty(1)
+
+
+def contexts_one_at_a_time() -> bool:
+    """Whether a spare creates its CUDA context only while no other spare of its device
+    does: yes, unless $KFORGE_SPARE_CONTEXTS=together. Together, 8 spares' holds took 0.98 s
+    at the median (the driver makes ~5 contexts a second) and each timing waited for them;
+    one at a time, 8 evaluators on an H200 gave 69.1 evaluations a GPU-minute against 63.0,
+    the verify phase 3.68 s against 5.10 s (`bench --throughput`, call 42 of
+    docs/results/h200-2026-11-29c). With the longer candidate steps of an older tree the
+    same A/B had gained nothing (call 37 of docs/results/h200-2026-11-29)."""
+    return os.environ.get(SPARE_CONTEXTS_ENV, "").strip() != "together"
 
 
 def warm_imports() -> None:

@@ -478,3 +478,16 @@ def test_one_at_a_time_lets_one_in_and_the_next_after_it(tmp_path):
         thread.join(10)
     got = sorted(spans)
     assert len(got) == 3 and all(a[1] <= b[0] for a, b in itertools.pairwise(got)), got
+
+
+def test_spares_take_their_context_turns_unless_told_together(monkeypatch):
+    """By default a spare's CUDA context waits for its turn (standby.warm_up takes
+    one_at_a_time); $KFORGE_SPARE_CONTEXTS=together is the old way, all at once."""
+    from kforge_search.evaluator.standby import SPARE_CONTEXTS_ENV, contexts_one_at_a_time
+
+    monkeypatch.delenv(SPARE_CONTEXTS_ENV, raising=False)
+    assert contexts_one_at_a_time()
+    monkeypatch.setenv(SPARE_CONTEXTS_ENV, "one")
+    assert contexts_one_at_a_time()
+    monkeypatch.setenv(SPARE_CONTEXTS_ENV, " together ")
+    assert not contexts_one_at_a_time()
