@@ -222,6 +222,6 @@ def save_chosen(
     if share:
         torch.save([shared_outputs.share(list(outs)) for outs in chosen], Path(path))
         return
-    on_host = [[t.to("cpu").clone() for t in outs] for outs in chosen]
+    on_host = [[t.detach().to("cpu", copy=True) for t in outs] for outs in chosen]
     aside()
     torch.save(on_host, Path(path))
