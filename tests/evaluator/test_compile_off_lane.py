@@ -152,7 +152,7 @@ def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under
     """Both journals of one evaluation (verify, time, the chosen runs' check against the
     oracle, the unseen sizes): each trial's file is written after an "aside" (so the
     candidate's shared holds are at least as many as its trials), and every line the parent
-    sends its children (a trial's "next", "time", "unseen", an oracle's "runs") is sent
+    sends its children (a trial's "next", "time", "unseen", an oracle's "compare-runs") is sent
     while the evaluator holds the lock: no child's device work runs outside a hold."""
     import torch
 
@@ -168,8 +168,12 @@ def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under
     spans = [(float(h[2]), float(h[3])) for h in holds]
     lines = [line.split(maxsplit=2) for line in events.read_text().splitlines()]
     sent = [(float(t), what[2:]) for _, t, what in lines if what.startswith("> ")]
-    asked = [(t, w) for t, w in sent if w.split()[0] in ("next", "time", "unseen", "runs", "go")]
-    assert {w.split()[0] for _, w in asked} >= {"next", "time", "unseen", "runs"}, sent
+    requests = ("next", "time", "unseen", "runs", "compare-runs", "go")
+    asked = [(t, w) for t, w in sent if w.split()[0] in requests]
+    kinds = {w.split()[0] for _, w in asked}
+    # the chosen runs' check: the oracle compares them ("compare-runs", the default:
+    # EvalConfig.timed_check_in_oracle) or writes its own for the parent ("runs")
+    assert kinds >= {"next", "time", "unseen"} and kinds & {"runs", "compare-runs"}, sent
     unheld = [(t, w) for t, w in asked if not any(s <= t <= e for s, e in spans)]
     assert not unheld, (unheld, holds)
     trials = sum(1 for _, _, what in lines if what.startswith("trial"))
