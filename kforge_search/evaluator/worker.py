@@ -192,8 +192,8 @@ def verify_trials(
             synchronize(job.device)
             saved = shared_outputs.share(list(outputs))
         else:
-            # one copy, under the hold (a device's copy to the host): a clone after it took
-            # ~9 ms a trial of 32 MiB on the host while the device stayed held
+            # one copy, under the hold (a device's copy to the host): a clone after it is
+            # host work the device stayed held for (32 MiB: 9 ms on the 2-CPU machine)
             saved = [t.detach().to("cpu", copy=True) for t in outputs]
             del outputs
         state = model_buffers.reported(guarded.model, job.buffer_names)
