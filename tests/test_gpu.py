@@ -224,3 +224,50 @@ def test_the_oracle_compares_chosen_runs_shared_over_cuda_ipc(
     else:
         assert result.status is Status.OK and result.timing.meaningful, result.message
     assert asked, "the chosen runs were not compared in the oracle"
+
+
+HELD_CASES = [  # (candidate, problem, status): a held reference's trials compared in its oracle
+    (EXAMPLES / "triton/gemm_bias_relu.py", "level2/01_gemm_bias_relu", Status.OK),
+    (BROKEN / "triton/wrong_values.py", "level1/10_elementwise_chain", Status.INCORRECT),
+]
+
+
+@pytest.mark.parametrize(("candidate", "problem", "status"), HELD_CASES)
+def test_the_oracle_keeps_a_held_references_trials_and_compares_them(
+    candidate, problem, status, monkeypatch
+):
+    """EvalConfig.trials_in_oracle on a GPU: the verification trials' outputs go to the
+    oracle as CUDA IPC handles, and it compares them against the held reference's trials,
+    sent to it once (oracle_held.py); the parent compares none of them itself. An honest
+    kernel stays OK at the problem's and the unseen sizes; wrong values are INCORRECT."""
+    from kforge_search.evaluator.oracle import Oracle
+    from kforge_search.evaluator.trial_check import TrialCheck
+
+    sent: list[int] = []
+    real = Oracle.hold_trials
+
+    def hold_trials(self, outputs, exact, buffers, size):
+        if not self.held:  # written for this oracle now
+            sent.append(size)
+        return real(self, outputs, exact, buffers, size)
+
+    def held(self, pos, path):
+        raise AssertionError("the parent compared a held trial itself")
+
+    monkeypatch.setattr(Oracle, "hold_trials", hold_trials)
+    monkeypatch.setattr(TrialCheck, "_held", held)
+    made = Evaluator(EvalConfig(baselines=(), trials_in_oracle=True))
+    try:
+        plat = get_platform("cuda-triton")
+        prob = resolve_problem(problem, size_set="ci")
+        result = made.evaluate(candidate, prob, plat)
+        again = made.evaluate(candidate, prob, plat)  # the oracle keeps what it was sent
+    finally:
+        made.close()
+    assert result.status is status and again.status is status, result.message
+    if status is Status.OK:
+        assert result.generalizes == "yes" and result.correctness.trials_passed >= 5, result
+        assert len(sent) == 2 and all(sent), sent  # the problem's sizes and the unseen ones
+    else:
+        assert result.artifacts.mismatch is not None
+        assert len(sent) == 1, sent

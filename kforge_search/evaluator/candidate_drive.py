@@ -79,7 +79,8 @@ class CandidateDrive:
     this (the caller's best kept draft: a slower one cannot be kept, so its check would be
     spent for nothing; its result says `generalizes` "unchecked" and why). None: always.
     `lane_wait`: how long the candidate waited for the timing lane (its own phase).
-    `resident`: where a held reference's trials stay on `device` between candidates."""
+    `resident`: where a held reference's trials stay on `device` between candidates, where
+    the parent compares them (not `in_oracle`)."""
 
     child: Child
     job: Job
@@ -93,14 +94,19 @@ class CandidateDrive:
     unseen_below_ms: float | None = None
     lane_wait: float = 0.0
     resident: Resident | None = None  # held references' trials kept on `device` (resident.py)
+    # the problem's and the unseen sizes' held trials compared in their oracles (Job.
+    # share_outputs and share_unseen say so to the child: oracle_held.py)
+    in_oracle: tuple[bool, bool] = (False, False)
 
     def result(self, base: EvalResult) -> EvalResult:
         """The candidate's result, from `base` (what the evaluation knew before its child)."""
         child, ref, unseen = self.child, self.ref, self.unseen
         policy = get_policy(self.config.policy)
-        check = ref.check(policy, self.oracle, self.device, self.resident)
+        check = ref.check(policy, self.oracle, self.device, self.resident, self.in_oracle[0])
         unseen_check = (
-            unseen[1].check(policy, self.unseen_oracle, self.device, self.resident)
+            unseen[1].check(
+                policy, self.unseen_oracle, self.device, self.resident, self.in_oracle[1]
+            )
             if unseen and self.unseen_oracle
             else None
         )

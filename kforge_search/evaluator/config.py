@@ -35,6 +35,11 @@ def _timed_check_in_oracle_default() -> bool:
     return os.environ.get("KFORGE_TIMED_CHECK_IN_ORACLE", "").strip() != "0"
 
 
+def _trials_in_oracle_default() -> bool:
+    """On, unless $KFORGE_TRIALS_IN_ORACLE=0 (for its A/B: oracle_held.py)."""
+    return os.environ.get("KFORGE_TRIALS_IN_ORACLE", "").strip() != "0"
+
+
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
 NODE_CACHED_SHARE = 0.4  # what all the evaluators of one machine keep together, at most
 
@@ -85,6 +90,11 @@ class EvalConfig:
     # of a 16 s evaluation). In the oracle (H200, `bench --throughput`, 8 per GPU, one
     # machine): "time-burst" 2.62 -> 0.64 s an evaluation, 54.4 -> 59.2 a GPU-minute steady
     timed_check_in_oracle: bool = field(default_factory=_timed_check_in_oracle_default)
+    # a held reference's verification trials are compared in its oracle too, on a CUDA
+    # device: the candidate's outputs go there as CUDA IPC handles, the oracle keeps the
+    # reference's trials on the device (oracle_held.py); off: the parent compares them,
+    # read from the candidate's files ($KFORGE_TRIALS_IN_ORACLE=0)
+    trials_in_oracle: bool = field(default_factory=_trials_in_oracle_default)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
     # evaluators sharing this machine's memory (cached_share): the references each keeps
     host_sharers: int = 1

@@ -157,7 +157,8 @@ def need_bytes(fp: Footprint, mode: str, device: str, trials: int, stream: bool 
         "baseline": 0 if stream else reference_bytes(fp, trials) + trials * fp.outputs,
         # one verification trial at a time (worker.verify_trials), its kept timed runs
         "candidate": (1 + KEPT_TIMED_RUNS) * fp.outputs,
-        "oracle": max(ORACLE_RUNS * fp.outputs, one if stream else 0),
+        # held: the reference's trials once, read on their way to the device (oracle_held)
+        "oracle": max(ORACLE_RUNS * fp.outputs, one if stream else reference_bytes(fp, trials)),
         "ncu": 0,
     }[mode]
     if device == "cpu":  # drawn and moved inputs, intermediates, the float64 run's copies

@@ -64,10 +64,11 @@ class Job:
     # this many bytes, the reference streams (footprint.streamed): its child keeps no trial,
     # and as the oracle recomputes one trial at a time on request; 0: never
     reference_keep_bytes: int = 0
-    # candidate mode, on a CUDA device, against a streamed reference (its oracle compares):
-    # the verification trials' outputs and the chosen timed runs' go to the oracle as CUDA
-    # IPC handles (shared_outputs.py), not host copies in files; share_unseen: the same at
-    # the unseen sizes, whose reference may stream where the first does not
+    # candidate mode, on a CUDA device, where the oracle compares the verification trials
+    # (a streamed reference's, or a held one's: EvalConfig.trials_in_oracle): their outputs
+    # go to the oracle as CUDA IPC handles (shared_outputs.py), not host copies in files;
+    # share_unseen: the same at the unseen sizes, whose reference may stream where the
+    # first does not
     share_outputs: bool = False
     share_unseen: bool = False
     # the oracle compares the chosen timed runs, against a held reference too: their outputs

@@ -6,7 +6,9 @@ A candidate's timed runs draw their inputs from fresh OS randomness sent only af
 loaded and verified, so no reference output for them can exist before; the parent asks the
 oracle for the runs it chose to check after they ran (pipeline.py, timed_runs.py). Against a
 streamed reference the oracle itself compares: a candidate's verification trials and its
-chosen timed runs (oracle_compare.py).
+chosen timed runs (oracle_compare.py); against a held one too, on a CUDA device (its trials
+sent once and kept there: oracle_held.py), and the chosen timed runs wherever
+EvalConfig.timed_check_in_oracle.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from kforge_search.evaluator import tensorfile
 from kforge_search.evaluator.oracle_compare import RunSpec, TrialSpec, comparison_of, handed, load
+from kforge_search.evaluator.oracle_held import HELD_FILE, HeldTrials
 from kforge_search.evaluator.sandbox import Child
 from kforge_search.evaluator.verify import Comparison
 
@@ -39,6 +43,9 @@ class Oracle:
     child: Child
     work: Path  # the child's folder (its job file, its answers): goes with it
     _handed: int = field(default=0, init=False)  # candidate files handed to it
+    # a held reference's trials sent to it (hold_trials): their file's path, and bytes
+    held: str = field(default="", init=False)
+    held_bytes: int = field(default=0, init=False)
     # the request's work went to the host while other processes held the device (its
     # `on-host` events): an end past its limit is then the device's state (OracleError.busy)
     crowded: bool = field(default=False, init=False)
@@ -79,6 +86,16 @@ class Oracle:
             raise OracleError("the oracle's process has ended")
         self.child.ask(f"compare-trials {json.dumps(asdict(spec))}")
         self._handed, self.crowded = 0, False
+
+    def hold_trials(self, outputs: Any, exact: Any, buffers: Any, size: int) -> str:
+        """The path that names a held reference's trials (outputs, float64 rows, changed
+        buffers; `size` bytes) to this oracle: written into its folder the first time, read
+        and kept by the oracle at its first comparison (oracle_held.py)."""
+        if not self.held:
+            path = self.work / HELD_FILE
+            tensorfile.write(HeldTrials.saved(outputs, exact, buffers), path)
+            self.held, self.held_bytes = str(path), size
+        return self.held
 
     def compare_trial(self, path: Path) -> Comparison:
         """The next compared trial: the candidate's file at `path` (moved to the oracle)

@@ -59,7 +59,8 @@ def handed(path: Path, folder: Path, name: str) -> Path:
 class TrialSpec:
     """What the oracle needs to compare a candidate's verification trials (as
     verify.compare_outputs takes them): the compared trials' numbers, the wide-range ones,
-    the first distribution's, atol's factors per compared trial and output."""
+    the first distribution's, atol's factors per compared trial and output, and where a
+    held reference's trials are."""
 
     policy: str
     float64: bool
@@ -68,6 +69,9 @@ class TrialSpec:
     plain: list[int] | None
     scales: list[list[float]]
     output_bytes: int
+    # a held reference's: its trials' file in the oracle's folder, read once and kept
+    # there (oracle_held.py); "": a streamed reference, whose trials the oracle recomputes
+    held: str = ""
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference, memory_note, reference_of
 from kforge_search.evaluator.reference_store import ReferenceStore, references_to_drop
-from kforge_search.evaluator.resident import Resident
+from kforge_search.evaluator.resident import Resident, device_budget
 from kforge_search.evaluator.result import (
     Artifacts,
     EvalResult,
@@ -66,6 +66,7 @@ class Evaluator(BaselineRuns):
         self._ahead: dict[str, threading.Thread] = {}  # baselines measured ahead, by key
         self._device_ok: bool | None = None  # this process can compare on its accelerator
         self._resident: dict[str, Resident] = {}  # held references' trials, by device
+        self._held_budget = 0  # what its oracles keep of held references' (_held_in_oracle)
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
@@ -282,11 +283,21 @@ class Evaluator(BaselineRuns):
         while len(self._oracles) > self.config.max_oracles:
             self._oracles.popitem(last=False)[1].close()
 
+    def _trim_held(self, asked: Oracle) -> None:
+        """The other oracles keeping held references' trials on the device (oracle_held.py),
+        the least recently asked first, closed until all of them keep no more than one
+        evaluator's share of it (resident.device_budget); one closed starts again when
+        asked, and is sent the trials again."""
+        holding = [o for o in self._oracles.values() if o.held_bytes and o.alive]
+        while sum(o.held_bytes for o in holding) > self._held_budget and holding[0] is not asked:
+            holding.pop(0).close()
+
     def _oracle(self, problem: Problem, platform: Platform) -> Oracle:
         """The live oracle of the problem's reference, started afresh where it has gone."""
         key = self._reference_key(problem, platform)
         if (oracle := self._oracles.get(key)) is not None and oracle.alive:
             self._oracles.move_to_end(key)
+            self._trim_held(oracle)
             return oracle
         work = Path(tempfile.mkdtemp(prefix="kforge-oracle-"))
         cached = self._references.get(key)
@@ -436,6 +447,11 @@ class Evaluator(BaselineRuns):
         )
         work = Path(tempfile.mkdtemp(prefix="kforge-cand-"))
         cuda = platform.device_kind.startswith("cuda")
+        compare_on = self._compare_device(platform.device_kind)
+        in_oracle = (
+            self._held_in_oracle(ref, compare_on),
+            unseen is not None and self._held_in_oracle(unseen[1], compare_on),
+        )
         try:
             shutil.copy(path, work / "candidate.py")
             job = self._job(
@@ -453,8 +469,10 @@ class Evaluator(BaselineRuns):
                 ),
                 skip_trials=ref.numerics.dropped,
                 unseen_skip_trials=unseen[1].numerics.dropped if unseen else (),
-                share_outputs=cuda and ref.streamed is not None,
-                share_unseen=cuda and unseen is not None and unseen[1].streamed is not None,
+                share_outputs=cuda and (ref.streamed is not None or in_oracle[0]),
+                share_unseen=cuda
+                and unseen is not None
+                and (unseen[1].streamed is not None or in_oracle[1]),
                 share_timed=self.config.timed_check_in_oracle,
             )
             unseen_ms = unseen[1].per_call_ms if unseen else 0.0
@@ -462,7 +480,6 @@ class Evaluator(BaselineRuns):
                 self.config, job, ref.per_call_ms, unseen_ms, platform.timing_meaningful
             )
             base = replace(base, limits=used)
-            compare_on = self._compare_device(job.device)
             with self._child(job, work, platform, limits=limits) as child:
                 drive = CandidateDrive(
                     child,
@@ -476,6 +493,7 @@ class Evaluator(BaselineRuns):
                     compare_on,
                     unseen_below_ms,
                     resident=self._resident_on(compare_on),
+                    in_oracle=in_oracle,
                 )
                 result = drive.result(base)
             # the wait for the timing lane (the device lock, exclusive) is its own phase
@@ -561,6 +579,16 @@ class Evaluator(BaselineRuns):
         if (resident := self._resident.get(device)) is None:
             resident = self._resident[device] = Resident(device)
         return resident
+
+    def _held_in_oracle(self, ref: Reference, device: str | None) -> bool:
+        """Whether a held reference's verification trials are compared in its oracle
+        (oracle_held.py): on a CUDA device this process sees, where they fit in what one
+        evaluator keeps on it (resident.device_budget)."""
+        if device is None or ref.streamed is not None or not self.config.trials_in_oracle:
+            return False
+        if not self._held_budget:
+            self._held_budget = device_budget(device)
+        return ref.held_bytes <= self._held_budget
 
     def _compare_device(self, device: str) -> str | None:
         """Where this process compares a candidate's outputs with the reference's: the

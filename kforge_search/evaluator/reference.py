@@ -79,13 +79,20 @@ class Reference:
         oracle: Callable[[], Oracle],
         device: str | None = None,
         resident: Resident | None = None,
+        in_oracle: bool = False,
     ) -> TrialCheck:
         """A verification against this reference, trial by trial (trial_check.py); `oracle`
-        recomputes a streamed reference's trials; `device`: where the comparisons run;
-        `resident`: where a held reference's trials stay on that device between candidates."""
+        recomputes a streamed reference's trials (`in_oracle`: keeps a held one's and
+        compares them, oracle_held.py); `device`: where the comparisons run; `resident`:
+        where a held reference's trials stay on that device between candidates."""
         n = self.numerics
         ids = list(n.trial_ids or range(len(self.outputs)))
         plain = n.plain or None
+        if self.streamed is None and in_oracle:
+            held = (self.outputs, n.exact, self.buffers, self.held_bytes)
+            return TrialCheck([], None, self.buffers, ids, n.wide, plain, self.scales, policy,
+                              oracle, device=device, output_bytes=self.output_bytes,
+                              held=held)  # fmt: skip
         if self.streamed is None:
             trials = Trials(self.outputs, n.exact, self.buffers)
             if resident is not None and device is not None:

@@ -37,6 +37,7 @@ from kforge_search.evaluator.oracle_compare import (
     labels,
     load,
 )
+from kforge_search.evaluator.oracle_held import HeldTrials, serve_held_trials
 from kforge_search.evaluator.out_of_memory import crowded_device, device_oom
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.verify import all_close, magnitude
@@ -198,20 +199,24 @@ def serve_oracle(
 ) -> None:
     """The reference's outputs for a candidate's timed runs, on request, in this process
     that never loads a candidate: `runs DRAW R...` answers with the outputs of timed runs
-    R under the parent's draw (evaluator/oracle.py); for a streamed reference,
-    `compare-trials SPEC` compares a candidate's verification trials one at a time
-    (serve_compared_trials) and `compare-runs SPEC` its chosen timed runs
-    (serve_compared_runs); until stdin closes or says `stop`. Between requests it holds no
-    memory its allocator cached (let_go)."""
+    R under the parent's draw (evaluator/oracle.py); `compare-trials SPEC` compares a
+    candidate's verification trials one at a time (a streamed reference's:
+    serve_compared_trials; a held one's, kept here once sent: oracle_held.py) and
+    `compare-runs SPEC` its chosen timed runs (serve_compared_runs); until stdin closes or
+    says `stop`. Between requests it holds no memory its allocator cached (let_go) beside
+    a held reference's trials."""
     asked = 0
+    held: dict[str, HeldTrials] = {}  # a held reference's trials, once the parent sent them
     let_go(job.device)  # what the reference's own stage cached
     while (line := sys.stdin.readline()).split()[:1] in VERBS:
         verb, _, rest = line.strip().partition(" ")
         if verb == "end":  # a stream the parent ends after it ended here
             continue
         channel.stage("oracle")
-        if verb == "compare-trials":
-            serve_compared_trials(module, job, channel, TrialSpec(**json.loads(rest)))
+        if verb == "compare-trials" and (spec := TrialSpec(**json.loads(rest))).held:
+            serve_held_trials(job.device, channel, spec, held)
+        elif verb == "compare-trials":
+            serve_compared_trials(module, job, channel, spec)
         elif verb == "compare-runs":
             serve_compared_runs(forward, module, job, channel, RunSpec(**json.loads(rest)))
         else:

@@ -27,6 +27,15 @@ KEEP = 2  # references kept at once: a problem's and its unseen sizes'
 MOST_BYTES = 1 << 30  # the kept references' trials at most (and 1/64 of the device's memory)
 
 
+def device_budget(device: str) -> int:
+    """What one evaluator keeps of held references' trials on `device`, at most: MOST_BYTES,
+    at most 1/64 of its memory (here, or in its oracles: oracle_held.py)."""
+    import torch
+
+    total = torch.cuda.get_device_properties(device).total_memory
+    return min(MOST_BYTES, total // 64)
+
+
 @dataclass(frozen=True)
 class Trials:
     """A reference's trials as the comparisons take them: outputs, float64 rows (or None)
@@ -48,12 +57,9 @@ class Resident:
         self._mutex = threading.Lock()
 
     def budget(self) -> int:
-        """The kept references' bytes at most: MOST_BYTES, at most 1/64 of the device's memory."""
+        """The kept references' bytes at most (device_budget)."""
         if self._budget is None:
-            import torch
-
-            total = torch.cuda.get_device_properties(self.device).total_memory
-            self._budget = min(MOST_BYTES, total // 64)
+            self._budget = device_budget(self.device)
         return self._budget
 
     def trials(self, reference: Any, held: Trials, size: int) -> Trials:

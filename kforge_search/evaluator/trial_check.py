@@ -11,7 +11,9 @@ would not fit), the parent hands the candidate's file to the reference's oracle,
 recomputes its trial only then, compares there and answers with the verdict
 (oracle_compare.py), and only then does the child run its next trial: the reference's
 outputs for a trial never exist before the candidate's are fixed, and never leave the
-oracle. The parent holds one trial's outputs, of each side, at a time.
+oracle. The parent holds one trial's outputs, of each side, at a time. On a CUDA device a
+held reference's trials go the same way (EvalConfig.trials_in_oracle): the oracle keeps
+them there, and compares without recomputing (oracle_held.py).
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ class TrialCheck:
     float64: bool = False  # a streamed reference's trials have float64 outputs
     device: str | None = None  # where the comparisons run (verify.placed; None: the CPU)
     output_bytes: int = 0  # one trial's outputs (a streamed reference's oracle places them)
+    # a held reference's trials (outputs, float64 rows, buffers) and their bytes, which
+    # `oracle` keeps and compares against (oracle_held.py); None: streamed, or compared here
+    held: tuple[Any, Any, Any, int] | None = None
     parts: list[Comparison] = field(default_factory=list)
     spent: dict[str, float] = field(default_factory=dict)  # the last held trial's parts' seconds
     _streaming: Oracle | None = None
@@ -68,7 +73,8 @@ class TrialCheck:
                          spent=self.spent)  # fmt: skip
 
     def _streamed(self, path: Path) -> Comparison:
-        """A streamed reference's trial, compared by its oracle."""
+        """A streamed reference's trial, or a held one's the oracle keeps, compared by its
+        oracle."""
         assert self.oracle is not None
         if self._streaming is None:
             self._streaming = self.oracle()
@@ -80,6 +86,7 @@ class TrialCheck:
                 list(self.plain) if self.plain is not None else None,
                 [list(s) for s in self.scales],
                 self.output_bytes,
+                self._streaming.hold_trials(*self.held) if self.held is not None else "",
             )
             self._streaming.compare_trials(spec)
         return self._streaming.compare_trial(path)
