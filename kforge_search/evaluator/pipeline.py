@@ -33,7 +33,7 @@ from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference, memory_note, reference_of
 from kforge_search.evaluator.reference_store import ReferenceStore, references_to_drop
-from kforge_search.evaluator.resident import Resident, device_budget
+from kforge_search.evaluator.resident import KEEP, Resident, device_budget
 from kforge_search.evaluator.result import (
     Artifacts,
     EvalResult,
@@ -285,11 +285,13 @@ class Evaluator(BaselineRuns):
 
     def _trim_held(self, asked: Oracle) -> None:
         """The other oracles keeping held references' trials on the device (oracle_held.py),
-        the least recently asked first, closed until all of them keep no more than one
-        evaluator's share of it (resident.device_budget); one closed starts again when
-        asked, and is sent the trials again."""
+        the least recently asked first, closed until all of them keep no more than KEEP
+        references' worth (resident.device_budget each: a problem's and its unseen sizes'
+        always stay, or the two would close each other's oracle for every candidate); one
+        closed starts again when asked, and is sent the trials again."""
         holding = [o for o in self._oracles.values() if o.held_bytes and o.alive]
-        while sum(o.held_bytes for o in holding) > self._held_budget and holding[0] is not asked:
+        most = KEEP * self._held_budget
+        while sum(o.held_bytes for o in holding) > most and holding[0] is not asked:
             holding.pop(0).close()
 
     def _oracle(self, problem: Problem, platform: Platform) -> Oracle:

@@ -86,3 +86,32 @@ def test_a_stream_the_parent_ends_early_answers_only_what_it_was_asked(tmp_path,
 def test_trials_go_to_the_oracle_unless_the_environment_says_0(monkeypatch, value, on):
     monkeypatch.setenv("KFORGE_TRIALS_IN_ORACLE", value)
     assert EvalConfig().trials_in_oracle is on
+
+
+class _Kept:
+    """An oracle as Evaluator._trim_held sees it: the held trials' bytes it keeps."""
+
+    def __init__(self, held_bytes: int):
+        self.held_bytes, self.alive = held_bytes, True
+
+    def close(self) -> None:
+        self.alive = False
+
+
+def test_oracles_keep_two_references_trials_and_the_least_recently_asked_go_first():
+    from collections import OrderedDict
+
+    from kforge_search.evaluator import Evaluator
+
+    made = Evaluator(EvalConfig(baselines=()))
+    try:
+        made._held_budget = 100
+        old, problem, unseen = _Kept(90), _Kept(100), _Kept(100)
+        made._oracles = OrderedDict(old=old, problem=problem, unseen=unseen)
+        made._trim_held(unseen)
+        assert [old.alive, problem.alive, unseen.alive] == [False, True, True]
+        made._trim_held(problem)  # a problem's and its unseen sizes' stay together
+        assert problem.alive and unseen.alive
+    finally:
+        made._oracles = OrderedDict()
+        made.close()
