@@ -174,12 +174,18 @@ class CandidateDrive:
                 trials = unseen_check if later else check
                 assert trials is not None
                 # a held reference's trials exist already: the child's next trial runs while
-                # this one is compared, under this hold (its "aside" lets it go afterwards)
+                # this one is compared, under this hold (its "aside" lets it go afterwards);
+                # where the oracle compares its shared outputs, the child keeps them till the
+                # next trial's command (`ahead`), and its last trial is compared first
                 shared = job.share_unseen if later else job.share_outputs  # this stage's
-                ahead = trials.oracle is None and not shared
+                pos = int(event["pos"])
+                if trials.oracle is None:
+                    ahead = not shared
+                else:  # a held reference's, in the oracle (oracle_held.py)
+                    ahead = trials.held is not None and shared and pos + 1 < len(trials.ids)
                 if ahead:
-                    child.ask("next")  # its stage's clock starts again
-                trials.add(int(event["pos"]), Path(trial_path(path, int(event["pos"]))))
+                    child.ask("ahead" if shared else "next")  # its stage's clock starts again
+                trials.add(pos, Path(trial_path(path, pos)))
                 added = time.monotonic()
                 child.note(compared_line(event["pos"], held - began, added - held, trials.spent))
                 if not ahead:  # the oracle's trial was made now: the child waited for it

@@ -181,10 +181,12 @@ def verify_trials(
     for the parent in a file of their own (trial_path), one trial at a time: the parent
     says `next` once it has read it. `share`: the outputs stay on the device, the file
     holds their CUDA IPC handles for the oracle (shared_outputs.py), and they are held
-    until `next`. Returns the bytes of one trial's outputs."""
+    until `next` (or, after `ahead`, the next trial's command). Returns the bytes of one
+    trial's outputs."""
     import torch
 
     largest = 0
+    compared: Any = None  # a shared trial's outputs, still read by the oracle (`ahead`)
     for pos, trial in enumerate(kept):  # one trial in memory at a time: a file of its own
         outputs = guarded.forward(job_inputs.make_inputs(module, job, trial), trial)
         largest = max(largest, timed_runs.output_bytes(outputs))
@@ -203,11 +205,17 @@ def verify_trials(
         torch.save({"outputs": saved, "buffers": state}, trial_path(outputs_path, pos))
         del saved, state
         # the parent says `next` as it starts comparing a held reference's trial, or, where
-        # the reference streams, once the oracle has made and compared its trial (trial_check)
+        # the reference streams, once the oracle has made and compared its trial (trial_check);
+        # `ahead` as its oracle starts comparing a held one's shared trial (oracle_held.py)
         channel.send("trial", pos=pos)
-        if timed_runs.read_command() != ["next"]:
+        command = timed_runs.read_command()
+        if command not in (["next"], ["ahead"]):
             raise CandidateFailure("INFRA_ERROR", "verification ended by the parent")
-        outputs = None  # shared ones are let go only now: the oracle has compared them
+        # shared ones are let go only once the oracle has compared them: now at `next`, at
+        # the next trial's command after `ahead` (the parent asks only once it has the verdict)
+        compared = outputs if command == ["ahead"] else None
+        outputs = None
+    del compared
     return largest
 
 

@@ -6,6 +6,8 @@ too (Channel.host_work): off the lock, and every request after them is made unde
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from kforge_search.evaluator import EvalConfig, compiling
@@ -146,14 +148,17 @@ def test_an_oracles_aside_reaches_its_caller_before_its_answer(tmp_path):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("in_oracle", [False, True])
 def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under_it(
-    monkeypatch, tmp_path
+    monkeypatch, tmp_path, in_oracle
 ):
     """Both journals of one evaluation (verify, time, the chosen runs' check against the
-    oracle, the unseen sizes): each trial's file is written after an "aside" (so the
-    candidate's shared holds are at least as many as its trials), and every line the parent
-    sends its children (a trial's "next", "time", "unseen", an oracle's "compare-runs") is sent
-    while the evaluator holds the lock: no child's device work runs outside a hold."""
+    oracle, the unseen sizes): where the parent compares the trials, each trial's file is
+    written after an "aside" (so the candidate's shared holds are at least as many as its
+    trials); where the oracle does, a trial's outputs go as handles, with no file and no
+    aside; either way every line the parent sends its children (a trial's "next" or "ahead",
+    "time", "unseen", an oracle's "trial" and "compare-runs") is sent while the evaluator
+    holds the lock: no child's device work runs outside a hold."""
     import torch
 
     if not torch.cuda.is_available():
@@ -163,24 +168,28 @@ def test_on_a_gpu_files_are_written_off_the_lock_and_every_request_is_made_under
     locks, events = tmp_path / "locks.txt", tmp_path / "events.txt"
     monkeypatch.setenv(JOURNAL_ENV, str(locks))
     monkeypatch.setenv(EVENT_JOURNAL_ENV, str(events))
-    evaluate_chain(EvalConfig(baselines=(), spare_child=False), "cuda-triton")
+    config = EvalConfig(baselines=(), spare_child=False, trials_in_oracle=in_oracle)
+    evaluate_chain(config, "cuda-triton")
     holds = [line.split() for line in locks.read_text().splitlines()]
     spans = [(float(h[2]), float(h[3])) for h in holds]
     lines = [line.split(maxsplit=2) for line in events.read_text().splitlines()]
     sent = [(float(t), what[2:]) for _, t, what in lines if what.startswith("> ")]
-    requests = ("next", "time", "unseen", "runs", "compare-runs", "go")
+    requests = ("next", "ahead", "trial", "time", "unseen", "runs", "compare-runs", "go")
     asked = [(t, w) for t, w in sent if w.split()[0] in requests]
     kinds = {w.split()[0] for _, w in asked}
     # the chosen runs' check: the oracle compares them ("compare-runs", the default:
     # EvalConfig.timed_check_in_oracle) or writes its own for the parent ("runs")
     assert kinds >= {"next", "time", "unseen"} and kinds & {"runs", "compare-runs"}, sent
+    assert ("ahead" in kinds and "trial" in kinds) is in_oracle, sent
     unheld = [(t, w) for t, w in asked if not any(s <= t <= e for s, e in spans)]
     assert not unheld, (unheld, holds)
     trials = sum(1 for _, _, what in lines if what.startswith("trial"))
-    asides = sum(1 for _, _, what in lines if what.startswith("aside"))
-    assert asides >= trials > 0, lines
+    # a trial's "aside" comes just before it (its child's file, written off the lock)
+    pairs = itertools.pairwise(lines)
+    asides = sum(1 for a, b in pairs if b[2].startswith("trial") and a[2].startswith("aside"))
+    assert trials > 0 and asides == (0 if in_oracle else trials), lines
     mine = [h for h in holds if h[4:5] == [f"{CHAIN}:candidate"] and h[1] == "shared"]
-    assert len(mine) >= trials, holds
+    assert in_oracle or len(mine) >= trials, holds
 
 
 def test_the_event_journal_says_how_long_each_trials_comparison_took(monkeypatch, tmp_path):
