@@ -36,8 +36,9 @@ def _timed_check_in_oracle_default() -> bool:
 
 
 def _trials_in_oracle_default() -> bool:
-    """On, unless $KFORGE_TRIALS_IN_ORACLE=0 (for its A/B: oracle_held.py)."""
-    return os.environ.get("KFORGE_TRIALS_IN_ORACLE", "").strip() != "0"
+    """Off, unless $KFORGE_TRIALS_IN_ORACLE=1: measured on an H200, it did not pay
+    (oracle_held.py; calls 45-48 of docs/results/h200-2026-11-29d)."""
+    return os.environ.get("KFORGE_TRIALS_IN_ORACLE", "").strip() == "1"
 
 
 CACHED_SHARE = 0.05  # of the machine's memory: references kept beyond the two newest
@@ -92,8 +93,10 @@ class EvalConfig:
     timed_check_in_oracle: bool = field(default_factory=_timed_check_in_oracle_default)
     # a held reference's verification trials are compared in its oracle too, on a CUDA
     # device: the candidate's outputs go there as CUDA IPC handles, the oracle keeps the
-    # reference's trials on the device (oracle_held.py); off: the parent compares them,
-    # read from the candidate's files ($KFORGE_TRIALS_IN_ORACLE=0)
+    # reference's trials on the device (oracle_held.py); off (the default, measured: it
+    # saved 4% of the candidates' time and started more oracles, and the bench's wall did
+    # not move): the parent compares them, read from the candidate's files
+    # ($KFORGE_TRIALS_IN_ORACLE=1 turns it on)
     trials_in_oracle: bool = field(default_factory=_trials_in_oracle_default)
     max_oracles: int = 4  # live oracles (reference children kept to check timed runs)
     # evaluators sharing this machine's memory (cached_share): the references each keeps

@@ -12,7 +12,19 @@ child leaves its outputs where they are and hands their CUDA IPC handles (shared
 keeping the hold; the parent hands the file of handles to the oracle, which opens them and
 compares on the device against the reference's trials, which it keeps there. It reads them
 once, from a file the parent writes into its folder (Oracle.hold_trials), and removes it.
-The parent opens no device memory of a candidate; the oracle never loads a candidate.
+The parent opens no device memory of a candidate; the oracle never loads a candidate. The
+child runs its next trial while the oracle compares (the parent says `ahead`; the child keeps
+the shared outputs until the next trial's command), except after its last.
+
+Measured on one H200 (docs/results/h200-2026-11-29d), it did not pay, so it is off unless
+asked for (EvalConfig.trials_in_oracle): at budget 16 (level 2, shard 0/3, 8 jobs, one
+machine, one run each) the candidates' time went 1531 -> 1476 s and their trials' waits for
+the hold 355 -> 275 s, but an oracle now had to start wherever a candidate was verified with
+none alive (the unseen sizes', a lent evaluator's: 22 -> 35 starts, each taking a spare) and
+be sent the trials (the first trials' comparisons: 39.7 -> 93.4 s), and the bench's wall
+went 287 -> 300 s. In `bench --throughput`, where every evaluator meets every problem
+(without `ahead`): 61.9 -> 55.9 evaluations a GPU-minute, 31 first trials that started an
+oracle took 3.6 s each at the median.
 """
 
 from __future__ import annotations

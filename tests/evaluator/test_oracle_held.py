@@ -82,8 +82,8 @@ def test_a_stream_the_parent_ends_early_answers_only_what_it_was_asked(tmp_path,
     assert [e["type"] for e in events] == ["compared", "trials-done"]
 
 
-@pytest.mark.parametrize(("value", "on"), [("", True), ("0", False), ("1", True)])
-def test_trials_go_to_the_oracle_unless_the_environment_says_0(monkeypatch, value, on):
+@pytest.mark.parametrize(("value", "on"), [("", False), ("0", False), ("1", True)])
+def test_trials_go_to_the_oracle_only_where_the_environment_says_1(monkeypatch, value, on):
     monkeypatch.setenv("KFORGE_TRIALS_IN_ORACLE", value)
     assert EvalConfig().trials_in_oracle is on
 
