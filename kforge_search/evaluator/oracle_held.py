@@ -39,9 +39,37 @@ from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.oracle_compare import TrialSpec, one_trial
 from kforge_search.evaluator.out_of_memory import device_oom
 from kforge_search.evaluator.policy import get_policy
+from kforge_search.evaluator.resident import KEEP, device_budget
 from kforge_search.evaluator.verify import moved_to
 
 HELD_FILE = "held-trials"  # the name of the parent's file in the oracle's folder
+
+
+@dataclass
+class HeldRoom:
+    """What one evaluator's oracles keep of held references' trials on its device: a
+    reference's at most `budget` (resident.device_budget), KEEP references' worth in all: a
+    problem's and its unseen sizes' always stay, or the two would close each other's oracle
+    for every candidate."""
+
+    budget: int = 0  # set from the device when first asked
+
+    def fits(self, size: int, device: str) -> bool:
+        """Whether a held reference's trials of `size` bytes go to its oracle."""
+        if not self.budget:
+            self.budget = device_budget(device)
+        return size <= self.budget
+
+    def to_close(self, holding: list[Any], asked: Any) -> list[Any]:
+        """Of the oracles keeping trials (`holding`, the least recently asked first), those
+        to close, never `asked`: one closed starts again when asked, and is sent them again."""
+        closing, kept = [], sum(o.held_bytes for o in holding)
+        for oracle in holding:
+            if kept <= KEEP * self.budget or oracle is asked:
+                break
+            closing.append(oracle)
+            kept -= oracle.held_bytes
+        return closing
 
 
 @dataclass(frozen=True)

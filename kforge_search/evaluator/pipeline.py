@@ -28,12 +28,13 @@ from kforge_search.evaluator.footprint import Footprint
 from kforge_search.evaluator.job import PROFILE_ENV, Job
 from kforge_search.evaluator.limits import candidate_limits
 from kforge_search.evaluator.oracle import Oracle, OracleError
+from kforge_search.evaluator.oracle_held import HeldRoom
 from kforge_search.evaluator.outcome import describe_exit, gist
 from kforge_search.evaluator.phases import PhaseClock
 from kforge_search.evaluator.profile import Profile
 from kforge_search.evaluator.reference import Reference, memory_note, reference_of
 from kforge_search.evaluator.reference_store import ReferenceStore, references_to_drop
-from kforge_search.evaluator.resident import KEEP, Resident, device_budget
+from kforge_search.evaluator.resident import Resident
 from kforge_search.evaluator.result import (
     Artifacts,
     EvalResult,
@@ -66,7 +67,7 @@ class Evaluator(BaselineRuns):
         self._ahead: dict[str, threading.Thread] = {}  # baselines measured ahead, by key
         self._device_ok: bool | None = None  # this process can compare on its accelerator
         self._resident: dict[str, Resident] = {}  # held references' trials, by device
-        self._held_budget = 0  # what its oracles keep of held references' (_held_in_oracle)
+        self._held = HeldRoom()  # what its oracles keep of held references' trials
         make_undumpable()
 
     def _lock(self, device: str) -> DeviceLock:
@@ -284,15 +285,10 @@ class Evaluator(BaselineRuns):
             self._oracles.popitem(last=False)[1].close()
 
     def _trim_held(self, asked: Oracle) -> None:
-        """The other oracles keeping held references' trials on the device (oracle_held.py),
-        the least recently asked first, closed until all of them keep no more than KEEP
-        references' worth (resident.device_budget each: a problem's and its unseen sizes'
-        always stay, or the two would close each other's oracle for every candidate); one
-        closed starts again when asked, and is sent the trials again."""
+        """Other oracles keeping held references' trials closed beyond their room (HeldRoom)."""
         holding = [o for o in self._oracles.values() if o.held_bytes and o.alive]
-        most = KEEP * self._held_budget
-        while sum(o.held_bytes for o in holding) > most and holding[0] is not asked:
-            holding.pop(0).close()
+        for oracle in self._held.to_close(holding, asked):
+            oracle.close()
 
     def _oracle(self, problem: Problem, platform: Platform) -> Oracle:
         """The live oracle of the problem's reference, started afresh where it has gone."""
@@ -585,12 +581,10 @@ class Evaluator(BaselineRuns):
     def _held_in_oracle(self, ref: Reference, device: str | None) -> bool:
         """Whether a held reference's verification trials are compared in its oracle
         (oracle_held.py): on a CUDA device this process sees, where they fit in what one
-        evaluator keeps on it (resident.device_budget)."""
+        evaluator's oracles keep on it (HeldRoom)."""
         if device is None or ref.streamed is not None or not self.config.trials_in_oracle:
             return False
-        if not self._held_budget:
-            self._held_budget = device_budget(device)
-        return ref.held_bytes <= self._held_budget
+        return self._held.fits(ref.held_bytes, device)
 
     def _compare_device(self, device: str) -> str | None:
         """Where this process compares a candidate's outputs with the reference's: the

@@ -16,7 +16,7 @@ from kforge_search.evaluator import tensorfile
 from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.config import EvalConfig
 from kforge_search.evaluator.oracle_compare import TrialSpec
-from kforge_search.evaluator.oracle_held import HeldTrials, serve_held_trials
+from kforge_search.evaluator.oracle_held import HeldRoom, HeldTrials, serve_held_trials
 
 
 def held_file(folder: Path, outputs: list[list[torch.Tensor]]) -> str:
@@ -105,7 +105,7 @@ def test_oracles_keep_two_references_trials_and_the_least_recently_asked_go_firs
 
     made = Evaluator(EvalConfig(baselines=()))
     try:
-        made._held_budget = 100
+        made._held = HeldRoom(100)
         old, problem, unseen = _Kept(90), _Kept(100), _Kept(100)
         made._oracles = OrderedDict(old=old, problem=problem, unseen=unseen)
         made._trim_held(unseen)
