@@ -25,6 +25,7 @@ from typing import Any
 from kforge_search.evaluator import tensorfile
 from kforge_search.evaluator.oracle_compare import RunSpec, TrialSpec, comparison_of, handed, load
 from kforge_search.evaluator.oracle_held import HELD_FILE, HeldTrials
+from kforge_search.evaluator.resident import Trials
 from kforge_search.evaluator.sandbox import Child
 from kforge_search.evaluator.verify import Comparison
 
@@ -87,13 +88,13 @@ class Oracle:
         self.child.ask(f"compare-trials {json.dumps(asdict(spec))}")
         self._handed, self.crowded = 0, False
 
-    def hold_trials(self, outputs: Any, exact: Any, buffers: Any, size: int) -> str:
-        """The path that names a held reference's trials (outputs, float64 rows, changed
-        buffers; `size` bytes) to this oracle: written into its folder the first time, read
-        and kept by the oracle at its first comparison (oracle_held.py)."""
+    def hold_trials(self, trials: Trials, size: int) -> str:
+        """The path that names a held reference's trials (`size` bytes) to this oracle:
+        written into its folder the first time, read and kept by the oracle at its first
+        comparison (oracle_held.py)."""
         if not self.held:
             path = self.work / HELD_FILE
-            tensorfile.write(HeldTrials.saved(outputs, exact, buffers), path)
+            tensorfile.write(HeldTrials.saved(trials), path)
             self.held, self.held_bytes = str(path), size
         return self.held
 

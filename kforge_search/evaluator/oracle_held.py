@@ -39,7 +39,7 @@ from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.oracle_compare import TrialSpec, one_trial
 from kforge_search.evaluator.out_of_memory import device_oom
 from kforge_search.evaluator.policy import get_policy
-from kforge_search.evaluator.resident import KEEP, device_budget
+from kforge_search.evaluator.resident import KEEP, Trials, device_budget
 from kforge_search.evaluator.verify import moved_to
 
 HELD_FILE = "held-trials"  # the name of the parent's file in the oracle's folder
@@ -77,16 +77,16 @@ class HeldTrials:
     """A held reference's trials as the oracle keeps them: outputs, float64 rows (or None)
     and changed buffers per compared trial, on `device` (None: the host)."""
 
-    path: str  # the file they were read from (gone now): the parent names them by it
     outputs: list[list[Any]]
     exact: list[list[Any]] | None
     buffers: list[dict[str, Any]]
     device: str | None
 
     @staticmethod
-    def saved(outputs: Any, exact: Any, buffers: Any) -> dict[str, Any]:
+    def saved(trials: Trials) -> dict[str, Any]:
         """What the parent writes for the oracle (tensorfile.write), read by `read`."""
-        return {"outputs": list(outputs), "exact": exact, "buffers": list(buffers)}
+        return {"outputs": list(trials.outputs), "exact": trials.exact,
+                "buffers": list(trials.buffers)}  # fmt: skip
 
     @classmethod
     def read(cls, path: str, device: str | None) -> HeldTrials:
@@ -107,7 +107,7 @@ class HeldTrials:
                     raise
                 torch.cuda.empty_cache()
                 device = None
-        return cls(path, saved["outputs"], saved["exact"], saved["buffers"], device)
+        return cls(saved["outputs"], saved["exact"], saved["buffers"], device)
 
 
 def serve_held_trials(
@@ -117,7 +117,7 @@ def serve_held_trials(
     once, then kept in `kept`): per compared trial the parent says `trial PATH` (the
     candidate's file, moved into this folder), and the verdict goes back (`compared`);
     anything else ends the stream; then `trials-done`."""
-    trials = kept.get(spec.held)
+    trials = kept.get(spec.held)  # by the path the parent named them with
     if trials is None:
         device = job_device if job_device.startswith("cuda") else None
         kept.clear()  # an oracle serves one reference: an older file's trials go

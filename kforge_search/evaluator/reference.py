@@ -88,13 +88,12 @@ class Reference:
         n = self.numerics
         ids = list(n.trial_ids or range(len(self.outputs)))
         plain = n.plain or None
+        trials = Trials(self.outputs, n.exact, self.buffers)
         if self.streamed is None and in_oracle:
-            held = (self.outputs, n.exact, self.buffers, self.held_bytes)
             return TrialCheck([], None, self.buffers, ids, n.wide, plain, self.scales, policy,
                               oracle, device=device, output_bytes=self.output_bytes,
-                              held=held)  # fmt: skip
+                              held=trials, held_bytes=self.held_bytes)  # fmt: skip
         if self.streamed is None:
-            trials = Trials(self.outputs, n.exact, self.buffers)
             if resident is not None and device is not None:
                 trials = resident.trials(self, trials, self.held_bytes)
             return TrialCheck(trials.outputs, trials.exact, trials.buffers, ids, n.wide, plain,

@@ -26,6 +26,7 @@ from typing import Any
 from kforge_search.evaluator.oracle import Oracle, OracleError
 from kforge_search.evaluator.oracle_compare import TrialSpec, one_trial
 from kforge_search.evaluator.policy import NumericPolicy
+from kforge_search.evaluator.resident import Trials
 from kforge_search.evaluator.result import Mismatch
 from kforge_search.evaluator.verify import Comparison, merge
 
@@ -49,9 +50,10 @@ class TrialCheck:
     float64: bool = False  # a streamed reference's trials have float64 outputs
     device: str | None = None  # where the comparisons run (verify.placed; None: the CPU)
     output_bytes: int = 0  # one trial's outputs (a streamed reference's oracle places them)
-    # a held reference's trials (outputs, float64 rows, buffers) and their bytes, which
-    # `oracle` keeps and compares against (oracle_held.py); None: streamed, or compared here
-    held: tuple[Any, Any, Any, int] | None = None
+    # a held reference's trials and their bytes, which `oracle` keeps and compares against
+    # (oracle_held.py); None: streamed, or compared here
+    held: Trials | None = None
+    held_bytes: int = 0
     parts: list[Comparison] = field(default_factory=list)
     spent: dict[str, float] = field(default_factory=dict)  # the last held trial's parts' seconds
     _streaming: Oracle | None = None
@@ -86,7 +88,11 @@ class TrialCheck:
                 list(self.plain) if self.plain is not None else None,
                 [list(s) for s in self.scales],
                 self.output_bytes,
-                self._streaming.hold_trials(*self.held) if self.held is not None else "",
+                (
+                    self._streaming.hold_trials(self.held, self.held_bytes)
+                    if self.held is not None
+                    else ""
+                ),
             )
             self._streaming.compare_trials(spec)
         return self._streaming.compare_trial(path)

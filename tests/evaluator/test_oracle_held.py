@@ -12,18 +12,23 @@ from pathlib import Path
 import pytest
 import torch
 
-from kforge_search.evaluator import tensorfile
 from kforge_search.evaluator.channel import Channel
 from kforge_search.evaluator.config import EvalConfig
 from kforge_search.evaluator.oracle_compare import TrialSpec
-from kforge_search.evaluator.oracle_held import HeldRoom, HeldTrials, serve_held_trials
+from kforge_search.evaluator.oracle_held import HeldRoom, serve_held_trials
+from kforge_search.evaluator.resident import Trials
 
 
 def held_file(folder: Path, outputs: list[list[torch.Tensor]]) -> str:
-    path = folder / "held-trials"
+    """The file the parent writes into an oracle's folder (Oracle.hold_trials), once."""
+    from kforge_search.evaluator.oracle import Oracle
+
+    oracle = Oracle.__new__(Oracle)  # its folder only: no process, no finalizer
+    oracle.work, oracle.held, oracle.held_bytes = folder, "", 0
     exact = [[t.double() for t in trial] for trial in outputs]
-    tensorfile.write(HeldTrials.saved(outputs, exact, [{} for _ in outputs]), path)
-    return str(path)
+    path = oracle.hold_trials(Trials(outputs, exact, [{} for _ in outputs]), 1)
+    assert oracle.hold_trials(Trials([], None, []), 2) == path and oracle.held_bytes == 1
+    return path
 
 
 def candidate_file(folder: Path, pos: int, outputs: list[torch.Tensor]) -> str:
